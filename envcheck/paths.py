@@ -1,0 +1,65 @@
+"""Where envcheck keeps things: the env home and its layout.
+
+    $ENVCHECK_HOME/
+        envs/NAME/            one virtualenv per env, with envcheck.json (the manifest)
+        envs/NAME/envcheck-report.json   the last validation (for the pre-training gate)
+        locks/NAME.lock       one lock per env, outside the env folder
+        presets/*.toml        user presets
+        logs/                 full installer output of failed operations
+        cache/uv              uv's cache, on the same filesystem as the envs (hard links)
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MANIFEST_NAME = "envcheck.json"
+REPORT_NAME = "envcheck-report.json"
+
+
+def default_home() -> Path:
+    env = os.environ.get("ENVCHECK_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("envcheck", appauthor=False))
+
+
+class Home:
+    """The env home. Pure path arithmetic: creating folders is the caller's business."""
+
+    def __init__(self, root: Path | str | None = None):
+        self.root = Path(root).expanduser() if root else default_home()
+
+    @property
+    def envs(self) -> Path:
+        return self.root / "envs"
+
+    @property
+    def locks(self) -> Path:
+        return self.root / "locks"
+
+    @property
+    def presets(self) -> Path:
+        return self.root / "presets"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def uv_cache(self) -> Path:
+        return self.root / "cache" / "uv"
+
+    def env_dir(self, name: str) -> Path:
+        return self.envs / name
+
+    def manifest(self, name: str) -> Path:
+        return self.envs / name / MANIFEST_NAME
+
+    def report(self, name: str) -> Path:
+        return self.envs / name / REPORT_NAME
+
+    def lock(self, name: str) -> Path:
+        return self.locks / f"{name}.lock"

@@ -1,0 +1,256 @@
+"""The env store through the real CLI: real uv and pip installs from a local wheel folder."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import clean_env
+from wheelhouse import offline
+
+TINY = """title = "tiny"
+description = "test preset"
+kind = "cpu"
+framework = "tensorflow"
+requires-python = ">=3.8"
+packages = ["alpha==1.0"]
+"""
+
+
+@pytest.fixture
+def tiny(home: Path) -> str:
+    (home / "presets").mkdir()
+    (home / "presets" / "tiny.toml").write_text(TINY)
+    return "tiny"
+
+
+def tree_digest(path: Path) -> str:
+    """Every file's path and content under ``path`` (symlinks by target)."""
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        h.update(str(p.relative_to(path)).encode())
+        if p.is_symlink():
+            h.update(os.readlink(p).encode())
+        elif p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def start(home: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "envcheck", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env(ENVCHECK_HOME=str(home)))
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_create_list_show_export_remove(cli, home, tiny, wheelhouse, installer):
+    r = cli("env", "create", "dl", "--preset", tiny, "--add", "beta", "--installer", installer, *offline(wheelhouse))
+    assert r.code == 0, r.err
+    env = cli("env", "show", "dl", "--json").json()["env"]
+    assert env["state"] == "ready"
+    assert env["packages"]["alpha"] == "1.0" and env["packages"]["beta"] == "1.0"
+    assert env["installer"] == installer
+    assert env["preset"] == "tiny" and env["python_version"].startswith("3.")
+
+    listing = cli("env", "list", "--json").json()
+    assert listing["schema"] == "envcheck.envs/1"
+    (only,) = listing["envs"]
+    assert {"name", "path", "state", "preset", "python_version", "created", "packages"} <= set(only)
+    assert only["name"] == "dl" and only["state"] == "ready"
+
+    manifest = json.loads((home / "envs" / "dl" / "envcheck.json").read_text())
+    assert manifest["preset"]["hash"] and manifest["requested"] == ["alpha==1.0", "beta"]
+    assert manifest["packages"]["alpha"] == "1.0" and manifest["installer"] == installer
+
+    # bytecode is compiled at install time
+    site = next((home / "envs" / "dl" / "lib").glob("python3*/site-packages"))
+    assert list((site / "alpha" / "__pycache__").glob("__init__.*.pyc"))
+
+    exported = cli("env", "export", "dl")
+    assert exported.code == 0
+    pins = [ln for ln in exported.out.splitlines() if not ln.startswith("#")]
+    assert "alpha==1.0" in pins and "beta==1.0" in pins and not any(p.startswith("pip==") for p in pins)
+    # the export is a requirements file that reproduces the env
+    req = home.parent / "req.txt"
+    req.write_text(exported.out)
+    r2 = cli("env", "create", "copy", "--preset", tiny, "--add", "-r", *offline(wheelhouse))
+    assert r2.code == 2  # '-r' is not a requirement: rejected before anything is made
+    assert not (home / "envs" / "copy").exists()
+
+    assert cli("env", "remove", "dl", "--yes").code == 0
+    assert not (home / "envs" / "dl").exists()
+    assert cli("env", "list", "--json").json()["envs"] == []
+
+
+def test_add_packages_and_failed_add_changes_nothing(cli, home, tiny, wheelhouse):
+    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+    r = cli("env", "add", "dl", "alpha==2.0", "beta", *offline(wheelhouse))
+    assert r.code == 0, r.err
+    env = cli("env", "show", "dl", "--json").json()["env"]
+    assert env["packages"]["alpha"] == "2.0" and env["packages"]["beta"] == "1.0"
+    assert env["requested"][-2:] == ["alpha==2.0", "beta"]
+
+    before = tree_digest(home / "envs" / "dl")
+    bad = cli("env", "add", "dl", "gamma", *offline(wheelhouse))  # gamma needs alpha<1.0: unresolvable
+    assert bad.code == 2 and "Traceback" not in bad.err
+    assert "gamma" in bad.err and "fix:" in bad.err
+    assert tree_digest(home / "envs" / "dl") == before
+
+
+def test_pip_configuration_reaches_uv(cli, home, tiny, wheelhouse, tmp_path):
+    """A site's pip configuration (no CLI index options at all) also applies to uv."""
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
+    env = {"PIP_CONFIG_FILE": str(conf), "PIP_FIND_LINKS": "", "PIP_INDEX_URL": "", "PIP_EXTRA_INDEX_URL": ""}
+    env = {k: v for k, v in env.items() if v}
+    r = cli("env", "create", "dl", "--preset", tiny, "--installer", "uv",
+            env={**env, "PIP_FIND_LINKS": str(wheelhouse), "PIP_NO_INDEX": "1"})
+    assert r.code == 0, r.err
+    manifest = json.loads((home / "envs" / "dl" / "envcheck.json").read_text())
+    assert manifest["index"]["no_index"] is True and str(wheelhouse) in manifest["index"]["find_links"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["env", "create", "_bad", "--preset", "tiny"], "invalid env name"),
+    (["env", "create", "--preset", "tiny", "--", "-bad"], "invalid env name"),
+    (["env", "create", "a/b", "--preset", "tiny"], "invalid env name"),
+    (["env", "create", "x" * 65, "--preset", "tiny"], "invalid env name"),
+    (["env", "create", "ok", "--preset", "no-such-preset"], "no-such-preset"),
+    (["env", "create", "ok", "--preset", "tiny", "--add", "alpha>>1"], "alpha>>1"),
+    (["env", "create", "ok", "--preset", "tiny", "--python", "/nonexistent/python3"], "/nonexistent/python3"),
+    (["env", "create", "ok", "--preset", "tiny", "--add", "alpha>=99"], "alpha>=99"),
+    (["env", "create", "ok", "--preset", "tiny", "--index-url", "http://127.0.0.1:9/simple"], "127.0.0.1:9"),
+    (["env", "create", "ok"], "--preset"),
+    (["env", "show", "missing"], "missing"),
+    (["env", "add", "missing", "alpha"], "missing"),
+    (["env", "remove", "missing", "--yes"], "missing"),
+])
+def test_bad_input_exits_2_and_changes_nothing(cli, home, tiny, wheelhouse, args, needle):
+    before = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    extra = [] if "--index-url" in args else ["--no-index", "--find-links", str(wheelhouse)]
+    extra = extra if args[1] in ("create", "add") and len(args) > 2 else []
+    r = cli(*args[:2], *extra, *args[2:])
+    assert r.code == 2, (r.out, r.err)
+    errors = [ln for ln in r.err.splitlines() if ln.startswith("envcheck: error:")]
+    assert len(errors) == 1 and needle in errors[0] and "fix:" in errors[0], r.err
+    assert "Traceback" not in r.err
+    # envcheck's bookkeeping (the failed install's log, the lock, the uv cache) aside, no change
+    ours = ("logs", "locks", "cache", "tmp")
+    after = sorted(str(p.relative_to(home)) for p in home.rglob("*")
+                   if p.relative_to(home).parts[0] not in ours and p != home / "envs")
+    assert after == before
+    assert not (home / "envs" / "ok").exists()
+
+
+def test_verbose_shows_traceback(cli, tiny):
+    r = cli("-v", "env", "show", "missing")
+    assert r.code == 2 and "Traceback" in r.err
+
+
+def test_existing_env_is_not_replaced(cli, home, tiny, wheelhouse):
+    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+    before = tree_digest(home / "envs" / "dl")
+    r = cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse))
+    assert r.code == 2 and "already exists" in r.err
+    assert tree_digest(home / "envs" / "dl") == before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_create_leaves_nothing(home, tiny, slow_links, sig):
+    url, requested = slow_links
+    proc = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
+    assert requested.wait(60), "the installer never reached the index"
+    assert (home / "envs" / "dl" / "envcheck.json").exists()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not (home / "envs" / "dl").exists()
+
+
+def test_sigkilled_create_is_incomplete_then_recovered(cli, home, tiny, wheelhouse, slow_links):
+    url, requested = slow_links
+    proc = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
+    assert requested.wait(60)
+    proc.kill()
+    proc.wait()
+    (env,) = cli("env", "list", "--json").json()["envs"]
+    assert env["name"] == "dl" and env["state"] == "incomplete"
+    r = cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse))
+    assert r.code == 0, r.err
+    assert cli("env", "show", "dl", "--json").json()["env"]["state"] == "ready"
+
+
+def test_concurrent_create_one_wins(cli, home, tiny, slow_links):
+    url, requested = slow_links
+    first = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
+    assert requested.wait(60)
+    second = cli("env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
+    assert second.code == 1
+    assert "env dl is being changed by another envcheck process" in second.err
+    first.terminate()
+    first.communicate(timeout=60)
+
+
+def test_interrupted_add_restores_env(cli, home, tiny, wheelhouse, slow_links):
+    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+    before = tree_digest(home / "envs" / "dl")
+    url, requested = slow_links
+    proc = start(home, "env", "add", "dl", "beta", "--no-index", "--find-links", url)
+    assert requested.wait(60)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert tree_digest(home / "envs" / "dl") == before
+
+
+def test_list_reads_metadata_without_starting_interpreters(cli, home, tiny, wheelhouse, tmp_path):
+    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+    marker = tmp_path / "started"
+    python = home / "envs" / "dl" / "bin" / "python"
+    python.unlink()
+    python.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    python.chmod(0o755)
+    (env,) = cli("env", "list", "--json").json()["envs"]
+    assert env["packages"]["alpha"] == "1.0" and env["state"] == "ready"
+    assert not marker.exists()
+
+
+def test_corrupt_manifest_lists_as_broken(cli, home, tiny, wheelhouse):
+    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+    (home / "envs" / "dl" / "envcheck.json").write_text("{not json")
+    r = cli("env", "list", "--json")
+    assert r.code == 0
+    (env,) = r.json()["envs"]
+    assert env["state"] == "broken" and "manifest" in env["problem"]
+
+
+def test_remove_never_leaves_the_home(cli, home, tmp_path):
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "envcheck.json").write_text("{}")
+    (outside / "data").write_text("keep me")
+    (home / "envs").mkdir()
+    (home / "envs" / "link").symlink_to(outside)
+    r = cli("env", "remove", "link", "--yes")
+    assert r.code == 2 and "symbolic link" in r.err
+    assert (outside / "data").read_text() == "keep me"
+
+    (home / "envs" / "mine").mkdir()
+    (home / "envs" / "mine" / "data").write_text("not envcheck's")
+    r = cli("env", "remove", "mine", "--yes")
+    assert r.code == 2 and "manifest" in r.err
+    assert (home / "envs" / "mine" / "data").exists()
+
+
+def test_remove_needs_confirmation_when_not_interactive(cli, home, tiny, wheelhouse):
+    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+    r = cli("env", "remove", "dl")
+    assert r.code == 2 and "--yes" in r.err
+    assert (home / "envs" / "dl").exists()
