@@ -1,0 +1,388 @@
+"""Host facts from NVML (module ``pynvml`` of the ``nvidia-ml-py`` package).
+
+Stable API (compat, validate, select and the pre-training gate build on it):
+
+``probe(environ=None) -> HostState``
+    Read the host now. Never raises for NVML trouble: every NVML failure becomes a typed,
+    explained state. ``environ`` (default ``os.environ``) supplies ``CUDA_VISIBLE_DEVICES``
+    and ``CUDA_DEVICE_ORDER``.
+``host_fingerprint(state) -> dict``
+    Driver version, GPU UUIDs and the CUDA variables: what must not change between a
+    validation and a training run.
+``HostState``
+    ``nvml_status`` (one of ``NVML_STATUSES``), ``message``, ``fix``, ``driver_version``,
+    ``cuda_driver_version`` (the newest CUDA the driver runs, "12.4"), ``nvml_version``,
+    ``gpus``, ``warnings``; ``.ok``, ``.visible_gpus``, ``.usable_gpus``,
+    ``.no_gpu_reason()``, ``.to_json()`` (schema ``envcheck.host/1``).
+``Gpu``
+    ``index`` (NVML's, = nvidia-smi's), ``name``, ``uuid``, ``memory_total_mib``,
+    ``memory_free_mib``, ``memory_used_mib``, ``compute_capability`` ("8.0"),
+    ``pci_bus_id``, ``mig_mode`` / ``persistence_mode`` ("enabled" | "disabled"),
+    ``mig_devices`` (MIG instance UUIDs), ``status`` (one of ``GPU_STATUSES``), ``problem``,
+    ``fix``, ``unavailable`` (field name, or "memory" for the three memory fields -> why it
+    is None), ``visible`` and ``cuda_index`` (the number a CUDA process started with this
+    environment gives the GPU).
+
+A value NVML can't give (not supported on this GPU, function absent from an older driver) is
+None with its reason in ``Gpu.unavailable``; a failing GPU (lost, needs a reset) gets its own
+status and the rest of the report stands. ``pynvml`` is imported inside ``probe()``, so
+importing this module costs nothing.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping
+
+SCHEMA = "envcheck.host/1"
+NVML_STATUSES = ("ok", "no-library", "driver-not-loaded", "version-mismatch", "no-permission",
+                 "gpu-lost", "no-gpu", "error")
+GPU_STATUSES = ("ok", "lost", "reset-required", "no-permission", "blocked", "error")
+
+# nvmlReturn_t codes (nvml.h) this module names.
+NOT_SUPPORTED, NO_PERMISSION, NOT_FOUND, FUNCTION_NOT_FOUND = 3, 4, 6, 13
+DMESG = "look for Xid errors in `sudo dmesg | grep -i xid`"
+
+# Failure of nvmlInit or of a system-wide query: code -> (nvml_status, message, fix).
+HOST_ERRORS: dict[int, tuple[str, str, str]] = {
+    12: ("no-library", "the NVIDIA management library libnvidia-ml.so.1 was not found: no "
+         "NVIDIA driver is installed, or this container was started without GPU access",
+         "install the NVIDIA driver; for a container, start it with `--gpus all` (NVIDIA "
+         "Container Toolkit)"),
+    9: ("driver-not-loaded", "the NVIDIA kernel driver is not loaded",
+        "load it with `sudo modprobe nvidia` (reinstall the driver if that fails; after a "
+        "kernel update the module may need rebuilding) and check `sudo dmesg | grep -i nvidia`"),
+    18: ("version-mismatch", "driver/library version mismatch: libnvidia-ml and the loaded "
+         "nvidia kernel module come from different driver versions (driver upgraded without "
+         "a reboot)",
+         "reboot, or reload the kernel module: `sudo rmmod nvidia_uvm nvidia_drm "
+         "nvidia_modeset nvidia && sudo modprobe nvidia`"),
+    4: ("no-permission", "this user has no permission to query the NVIDIA driver",
+        "check the permissions of /dev/nvidia* (group video or render) or the container's "
+        "device cgroup"),
+    15: ("gpu-lost", "a GPU has fallen off the bus or become inaccessible",
+         f"reset the GPU (`sudo nvidia-smi -r`) or reboot; {DMESG}"),
+    13: ("error", "the NVML library lacks a function every driver since 2018 has: the NVIDIA "
+         "driver is too old", "upgrade the NVIDIA driver"),
+    999: ("error", "NVML reported an unknown internal driver error",
+          f"run `nvidia-smi`; reboot if it fails too; {DMESG}"),
+}
+
+# Failure of one GPU: code -> (Gpu.status, problem, fix).
+GPU_ERRORS: dict[int, tuple[str, str, str]] = {
+    15: ("lost", "the GPU has fallen off the bus or become inaccessible",
+         f"reset it (`sudo nvidia-smi -r -i INDEX`) or reboot; {DMESG}"),
+    16: ("reset-required", "the GPU needs a reset before it can be used again",
+         "reset it (`sudo nvidia-smi -r -i INDEX`) or reboot"),
+    4: ("no-permission", "this user may not access this GPU",
+        "check the permissions of its /dev/nvidiaN or the container's device cgroup"),
+    17: ("blocked", "the operating system or a cgroup blocks access to this GPU",
+         "give this process the device (container `--gpus`, cgroup device rules)"),
+}
+# Errors of a field read that mean the whole GPU is gone, not just that field.
+GPU_FATAL = frozenset({15, 16, 17})
+
+
+@dataclass
+class Gpu:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    memory_total_mib: int | None = None
+    memory_free_mib: int | None = None
+    memory_used_mib: int | None = None
+    compute_capability: str | None = None
+    pci_bus_id: str | None = None
+    mig_mode: str | None = None
+    persistence_mode: str | None = None
+    mig_devices: list[str] = field(default_factory=list)
+    status: str = "ok"
+    problem: str | None = None
+    fix: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    visible: bool = True
+    cuda_index: int | None = None
+
+    @property
+    def usable(self) -> bool:
+        """A CUDA process started with this environment can use it."""
+        return self.status == "ok" and self.visible
+
+
+@dataclass
+class HostState:
+    nvml_status: str
+    message: str | None = None
+    fix: str | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    nvml_version: str | None = None
+    gpus: list[Gpu] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cuda_visible_devices: str | None = None
+    cuda_device_order: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.nvml_status == "ok"
+
+    @property
+    def visible_gpus(self) -> list[Gpu]:
+        return [g for g in self.gpus if g.visible]
+
+    @property
+    def usable_gpus(self) -> list[Gpu]:
+        """Visible GPUs that answered: what a training process here can run on."""
+        return [g for g in self.gpus if g.usable]
+
+    def no_gpu_reason(self) -> tuple[str, str] | None:
+        """(message, fix) when no GPU is usable, else None."""
+        if self.usable_gpus:
+            return None
+        if not self.ok:
+            return self.message or "NVML failed", self.fix or "run `nvidia-smi`"
+        if not self.visible_gpus:
+            return (f"CUDA_VISIBLE_DEVICES={self.cuda_visible_devices!r} hides every GPU",
+                    "unset CUDA_VISIBLE_DEVICES or list GPUs shown by `envcheck gpu`")
+        failed = self.visible_gpus[0]
+        return (f"no visible GPU answers: GPU {failed.index}: {failed.problem}",
+                failed.fix or "run `nvidia-smi`")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "nvml": {"status": self.nvml_status, "message": self.message, "fix": self.fix},
+            "driver_version": self.driver_version,
+            "cuda_driver_version": self.cuda_driver_version,
+            "nvml_version": self.nvml_version,
+            "cuda_visible_devices": self.cuda_visible_devices,
+            "cuda_device_order": self.cuda_device_order,
+            "gpus": [asdict(g) for g in self.gpus],
+            "warnings": list(self.warnings),
+        }
+
+
+def host_fingerprint(state: HostState) -> dict[str, Any]:
+    """What a cached validation depends on: a change means validate again."""
+    return {
+        "driver_version": state.driver_version,
+        "gpu_uuids": [g.uuid for g in state.gpus],
+        "cuda_visible_devices": state.cuda_visible_devices,
+        "cuda_device_order": state.cuda_device_order,
+    }
+
+
+def decode_cuda_version(value: int) -> str:
+    """NVML's CUDA int (1000*major + 10*minor) as "major.minor": 12020 -> "12.2"."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def explain_host_error(code: int, text: str) -> tuple[str, str, str]:
+    """(nvml_status, message, fix) for an NVML error code at init or in a system query."""
+    if code in HOST_ERRORS:
+        return HOST_ERRORS[code]
+    return ("error", f"NVML failed: {text} (NVML error {code})",
+            "run `nvidia-smi` to see whether the driver answers; reinstall the driver if not")
+
+
+def probe(environ: Mapping[str, str] | None = None) -> HostState:
+    """Read driver, CUDA and GPU facts through NVML; see the module docstring."""
+    env = os.environ if environ is None else environ
+    cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return _failed(exc, cvd, order)
+    try:
+        state = _read_host(pynvml, cvd, order)
+    finally:
+        _shutdown(pynvml)
+    if state.ok:
+        state.warnings += mark_visible(state.gpus, cvd) + order_warnings(state.gpus, order, cvd)
+    return state
+
+
+def _failed(exc: Any, cvd: str | None, order: str | None) -> HostState:
+    status, message, fix = explain_host_error(exc.value, str(exc))
+    return HostState(status, message, fix, cuda_visible_devices=cvd, cuda_device_order=order)
+
+
+def _shutdown(pynvml: Any) -> None:
+    try:
+        pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        pass  # the report is already read; a failing shutdown changes nothing in it
+
+
+def _read_host(pynvml: Any, cvd: str | None, order: str | None) -> HostState:
+    state = HostState("ok", cuda_visible_devices=cvd, cuda_device_order=order)
+    missing: dict[str, str] = {}
+    state.driver_version = _field(pynvml, missing, "driver_version",
+                                  pynvml.nvmlSystemGetDriverVersion)
+    state.nvml_version = _field(pynvml, missing, "nvml_version",
+                                pynvml.nvmlSystemGetNVMLVersion)
+    cuda = _cuda_driver_version(pynvml, missing)
+    state.cuda_driver_version = decode_cuda_version(cuda) if cuda else None
+    state.warnings += [f"{name} is N/A: {why}" for name, why in missing.items()]
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+    except pynvml.NVMLError as exc:
+        status, state.message, state.fix = explain_host_error(exc.value, str(exc))
+        state.nvml_status = status
+        return state
+    state.gpus = [_read_gpu(pynvml, i) for i in range(count)]
+    if not state.gpus:
+        state.nvml_status = "no-gpu"
+        state.message = "the NVIDIA driver answers but reports no GPU"
+        state.fix = ("check that the GPU is seated and powered (`lspci | grep -i nvidia`) and "
+                     "that this container or VM was given it")
+    return state
+
+
+def _cuda_driver_version(pynvml: Any, missing: dict[str, str]) -> int | None:
+    """_v2 asks libcuda; v1 (older drivers, or no libcuda) answers from the driver itself."""
+    return (_field(pynvml, {}, "cuda_driver_version", pynvml.nvmlSystemGetCudaDriverVersion_v2)
+            or _field(pynvml, missing, "cuda_driver_version",
+                      pynvml.nvmlSystemGetCudaDriverVersion))
+
+
+def _field(pynvml: Any, missing: dict[str, str], name: str, fn: Callable, *args: Any) -> Any:
+    """fn(*args), or None with the reason in ``missing``. GPU-fatal errors propagate."""
+    try:
+        return fn(*args)
+    except pynvml.NVMLError as exc:
+        if exc.value in GPU_FATAL and args:
+            raise
+        missing[name] = _why_missing(exc.value, str(exc))
+        return None
+
+
+def _why_missing(code: int, text: str) -> str:
+    if code == NOT_SUPPORTED:
+        return "not supported on this GPU"
+    if code == FUNCTION_NOT_FOUND:
+        return "this driver's NVML lacks the function (older driver)"
+    if code == NO_PERMISSION:
+        return "no permission"
+    return f"NVML error {code}: {text}"
+
+
+def _read_gpu(pynvml: Any, index: int) -> Gpu:
+    gpu = Gpu(index)
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        _fill_gpu(pynvml, gpu, handle)
+    except pynvml.NVMLError as exc:
+        gpu.status, gpu.problem, gpu.fix = GPU_ERRORS.get(
+            exc.value, ("error", f"NVML error {exc.value}: {exc}",
+                        f"run `nvidia-smi -i {index}`; reboot if it fails too"))
+        gpu.fix = gpu.fix.replace("INDEX", str(index))
+    return gpu
+
+
+def _fill_gpu(pynvml: Any, gpu: Gpu, handle: Any) -> None:
+    missing = gpu.unavailable
+    gpu.name = _field(pynvml, missing, "name", pynvml.nvmlDeviceGetName, handle)
+    gpu.uuid = _field(pynvml, missing, "uuid", pynvml.nvmlDeviceGetUUID, handle)
+    memory = _field(pynvml, missing, "memory", pynvml.nvmlDeviceGetMemoryInfo, handle)
+    if memory is not None:
+        gpu.memory_total_mib = memory.total >> 20
+        gpu.memory_free_mib = memory.free >> 20
+        gpu.memory_used_mib = memory.used >> 20
+    cc = _field(pynvml, missing, "compute_capability",
+                pynvml.nvmlDeviceGetCudaComputeCapability, handle)
+    gpu.compute_capability = f"{cc[0]}.{cc[1]}" if cc else None
+    pci = _field(pynvml, missing, "pci_bus_id", pynvml.nvmlDeviceGetPciInfo, handle)
+    gpu.pci_bus_id = _text(pci.busId) if pci is not None else None
+    mig = _field(pynvml, missing, "mig_mode", pynvml.nvmlDeviceGetMigMode, handle)
+    gpu.mig_mode = _enabled(mig[0]) if mig else None
+    persistence = _field(pynvml, missing, "persistence_mode",
+                         pynvml.nvmlDeviceGetPersistenceMode, handle)
+    gpu.persistence_mode = _enabled(persistence)
+    if gpu.mig_mode == "enabled":
+        gpu.mig_devices = _mig_devices(pynvml, missing, handle)
+
+
+def _text(value: bytes | str) -> str:
+    """Older bindings give struct strings as bytes, newer ones decode them."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _enabled(value: int | None) -> str | None:
+    return None if value is None else ("enabled" if value else "disabled")
+
+
+def _mig_devices(pynvml: Any, missing: dict[str, str], handle: Any) -> list[str]:
+    """UUIDs of the MIG instances on a GPU in MIG mode (empty slots are skipped)."""
+    count = _field(pynvml, missing, "mig_devices", pynvml.nvmlDeviceGetMaxMigDeviceCount,
+                   handle) or 0
+    uuids = []
+    for slot in range(count):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+            uuids.append(pynvml.nvmlDeviceGetUUID(mig))
+        except pynvml.NVMLError as exc:
+            if exc.value != NOT_FOUND:
+                missing["mig_devices"] = _why_missing(exc.value, str(exc))
+    return uuids
+
+
+def mark_visible(gpus: list[Gpu], cvd: str | None) -> list[str]:
+    """Set ``visible``/``cuda_index`` as CUDA reads CUDA_VISIBLE_DEVICES; return warnings.
+
+    CUDA's rule: entries are indices or UUID prefixes (GPU-..., MIG-...); at the first entry
+    that names no GPU, it and every entry after it are ignored.
+    """
+    if cvd is None:
+        for position, gpu in enumerate(gpus):
+            gpu.visible, gpu.cuda_index = True, position
+        return []
+    for gpu in gpus:
+        gpu.visible, gpu.cuda_index = False, None
+    warnings = []
+    entries = [e.strip() for e in cvd.split(",")] if cvd.strip() else []
+    for position, entry in enumerate(entries):
+        gpu = _match_entry(gpus, entry)
+        if gpu is None:
+            ignored = ",".join(entries[position:])
+            warnings.append(f"CUDA_VISIBLE_DEVICES={cvd!r}: {entry!r} names no GPU on this "
+                            f"host, so CUDA ignores {ignored!r}")
+            break
+        if gpu.visible:
+            warnings.append(f"CUDA_VISIBLE_DEVICES={cvd!r} lists GPU {gpu.index} twice")
+            continue
+        gpu.visible, gpu.cuda_index = True, sum(g.visible for g in gpus)
+    return warnings
+
+
+def _match_entry(gpus: list[Gpu], entry: str) -> Gpu | None:
+    if entry.isdigit():
+        index = int(entry)
+        return gpus[index] if index < len(gpus) else None
+    if entry.startswith("MIG-GPU-"):  # old form MIG-GPU-<gpu uuid>/<gi>/<ci>
+        return _unique(gpus, lambda g: (g.uuid or "").startswith(entry[4:].split("/")[0]))
+    if entry.startswith("MIG-"):
+        return _unique(gpus, lambda g: any(m.startswith(entry) for m in g.mig_devices))
+    if entry.startswith("GPU-"):
+        return _unique(gpus, lambda g: (g.uuid or "").startswith(entry))
+    return None
+
+
+def _unique(gpus: list[Gpu], test: Callable[[Gpu], bool]) -> Gpu | None:
+    found = [g for g in gpus if test(g)]
+    return found[0] if len(found) == 1 else None
+
+
+def order_warnings(gpus: list[Gpu], order: str | None, cvd: str | None) -> list[str]:
+    """Mixed GPU models: CUDA's default order (fastest first) is not NVML's (PCI bus)."""
+    models = sorted({g.name for g in gpus if g.name})
+    if len(models) < 2 or order == "PCI_BUS_ID":
+        return []
+    text = (f"GPUs of different models ({', '.join(models)}) and CUDA_DEVICE_ORDER is "
+            f"{order or 'unset'}: CUDA numbers GPUs fastest first, nvidia-smi and this report "
+            "by PCI bus id, so cuda:N may be another GPU than index N here")
+    if cvd and any(e.strip().isdigit() for e in cvd.split(",")):
+        text += "; CUDA_VISIBLE_DEVICES indices follow CUDA's order too"
+    return [text + "; fix: export CUDA_DEVICE_ORDER=PCI_BUS_ID"]

@@ -1,0 +1,384 @@
+/*
+ * A fake libnvidia-ml.so.1 for envcheck's tests: the real pynvml bindings load it through
+ * ctypes, exactly as they load NVIDIA's library. Every answer comes from the environment:
+ *
+ *   FAKE_NVML_DRIVER        driver version string              (default "550.54.15")
+ *   FAKE_NVML_CUDA          nvmlSystemGetCudaDriverVersion int (default 12040)
+ *   FAKE_NVML_NVML_VERSION  NVML version string                (default "12.550.54.15")
+ *   FAKE_NVML_GPUS          GPUs separated by ';', each "NAME,CC,MEMORY_MIB[,key=value...]"
+ *                           keys: uuid=GPU-..., pci=00000000:3B:00.0, free=MIB,
+ *                           mig=0|1|na, persist=0|1|na (na = NVML_ERROR_NOT_SUPPORTED)
+ *   FAKE_NVML_INIT_ERROR    nvmlReturn_t code returned by nvmlInit_v2 / nvmlInitWithFlags
+ *   FAKE_NVML_ERROR_<fn>    "CODE" (every call of fn) or "CODE:I,J" (only for GPUs I and J)
+ *   FAKE_NVML_TRACE         a file; the name of every function called is appended to it
+ *
+ * A function is left out of the library (dlsym fails, as with an older driver) by compiling
+ * with -DOMIT_<fn>; the test fixture builds one variant per set of omitted functions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct fake_device *nvmlDevice_t;
+
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+enum { MAX_GPUS = 64, MAX_MIG = 7, NA = -1 };
+
+struct fake_device {
+    int index;              /* index of the physical GPU */
+    int is_mig;
+    char name[96];
+    char uuid[96];
+    char pci[32];
+    int cc_major, cc_minor;
+    unsigned long long total_mib, free_mib;
+    int mig, persist;       /* 0, 1 or NA */
+};
+
+static struct fake_device gpus[MAX_GPUS];
+static struct fake_device migs[MAX_GPUS];
+static int gpu_count;
+static int init_count;
+static int loaded;
+
+static int na_or_int(const char *v) { return strcmp(v, "na") == 0 ? NA : atoi(v); }
+
+static void parse_gpu(char *spec, int i)
+{
+    struct fake_device *d = &gpus[i];
+    char *save = NULL;
+    char *field = strtok_r(spec, ",", &save);
+    memset(d, 0, sizeof *d);
+    d->index = i;
+    d->mig = NA;
+    d->persist = 1;
+    snprintf(d->name, sizeof d->name, "%s", field ? field : "NVIDIA Fake GPU");
+    snprintf(d->uuid, sizeof d->uuid, "GPU-fa4e0000-0000-0000-0000-%012d", i);
+    snprintf(d->pci, sizeof d->pci, "00000000:%02X:00.0", 0x10 + i);
+    field = strtok_r(NULL, ",", &save);
+    if (field) sscanf(field, "%d.%d", &d->cc_major, &d->cc_minor);
+    field = strtok_r(NULL, ",", &save);
+    d->total_mib = field ? strtoull(field, NULL, 10) : 16384;
+    d->free_mib = d->total_mib - 300;
+    while ((field = strtok_r(NULL, ",", &save))) {
+        char *eq = strchr(field, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        const char *v = eq + 1;
+        if (!strcmp(field, "uuid")) snprintf(d->uuid, sizeof d->uuid, "%s", v);
+        else if (!strcmp(field, "pci")) snprintf(d->pci, sizeof d->pci, "%s", v);
+        else if (!strcmp(field, "free")) d->free_mib = strtoull(v, NULL, 10);
+        else if (!strcmp(field, "mig")) d->mig = na_or_int(v);
+        else if (!strcmp(field, "persist")) d->persist = na_or_int(v);
+    }
+    migs[i] = *d;
+    migs[i].is_mig = 1;
+    snprintf(migs[i].uuid, sizeof migs[i].uuid, "MIG-%s", d->uuid + 4);
+}
+
+static void load(void)
+{
+    if (loaded) return;
+    loaded = 1;
+    const char *env = getenv("FAKE_NVML_GPUS");
+    if (!env || !*env) return;
+    char *copy = strdup(env);
+    char *save = NULL;
+    for (char *spec = strtok_r(copy, ";", &save); spec && gpu_count < MAX_GPUS;
+         spec = strtok_r(NULL, ";", &save))
+        parse_gpu(spec, gpu_count++);
+    free(copy);
+}
+
+static void trace(const char *fn)
+{
+    const char *path = getenv("FAKE_NVML_TRACE");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%s\n", fn);
+    fclose(f);
+}
+
+/* The error FAKE_NVML_ERROR_<fn> asks for, for GPU `gpu` (-1: a system-wide call). */
+static nvmlReturn_t injected(const char *fn, int gpu)
+{
+    char key[160];
+    snprintf(key, sizeof key, "FAKE_NVML_ERROR_%s", fn);
+    const char *v = getenv(key);
+    if (!v || !*v) return 0;
+    char *end;
+    long code = strtol(v, &end, 10);
+    if (*end != ':' || gpu < 0) return (nvmlReturn_t)code;
+    for (const char *p = end + 1; *p;) {
+        long i = strtol(p, &end, 10);
+        if (end == p) break;
+        if (i == gpu) return (nvmlReturn_t)code;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+static nvmlReturn_t enter(const char *fn, int gpu)
+{
+    load();
+    trace(fn);
+    if (init_count == 0) return 1; /* NVML_ERROR_UNINITIALIZED */
+    return injected(fn, gpu);
+}
+
+static int device_index(nvmlDevice_t d)
+{
+    if (d >= gpus && d < gpus + gpu_count) return (int)(d - gpus);
+    if (d >= migs && d < migs + gpu_count) return (int)(d - migs);
+    return -1;
+}
+
+#define ENTER(gpu) do { nvmlReturn_t e_ = enter(__func__, (gpu)); if (e_) return e_; } while (0)
+#define ENTER_DEVICE(dev) \
+    do { if (device_index(dev) < 0) return 2; ENTER(device_index(dev)); } while (0)
+
+static nvmlReturn_t do_init(const char *fn)
+{
+    load();
+    trace(fn);
+    const char *v = getenv("FAKE_NVML_INIT_ERROR");
+    if (v && *v && atoi(v)) return atoi(v);
+    nvmlReturn_t e = injected(fn, -1);
+    if (e) return e;
+    init_count++;
+    return 0;
+}
+
+static nvmlReturn_t copy_string(const char *s, char *buf, unsigned int size)
+{
+    if (strlen(s) + 1 > size) return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    memcpy(buf, s, strlen(s) + 1);
+    return 0;
+}
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
+#ifndef OMIT_nvmlInit_v2
+nvmlReturn_t nvmlInit_v2(void) { return do_init(__func__); }
+#endif
+
+#ifndef OMIT_nvmlInitWithFlags
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return do_init(__func__); }
+#endif
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    ENTER(-1);
+    init_count--;
+    return 0;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r)
+{
+    switch (r) {
+    case 0: return "Success";
+    case 1: return "Uninitialized";
+    case 2: return "Invalid Argument";
+    case 3: return "Not Supported";
+    case 4: return "Insufficient Permissions";
+    case 6: return "Not Found";
+    case 9: return "Driver Not Loaded";
+    case 12: return "NVML Shared Library Not Found";
+    case 13: return "Function Not Found";
+    case 15: return "GPU is lost";
+    case 16: return "GPU requires restart";
+    case 17: return "The operating system has blocked the request.";
+    case 18: return "RM has detected an NVML/RM version mismatch.";
+    case 999: return "Unknown Error";
+    default: return "Fake NVML error";
+    }
+}
+
+#ifndef OMIT_nvmlSystemGetDriverVersion
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    ENTER(-1);
+    return copy_string(env_or("FAKE_NVML_DRIVER", "550.54.15"), version, length);
+}
+#endif
+
+#ifndef OMIT_nvmlSystemGetNVMLVersion
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    ENTER(-1);
+    return copy_string(env_or("FAKE_NVML_NVML_VERSION", "12.550.54.15"), version, length);
+}
+#endif
+
+#ifndef OMIT_nvmlSystemGetCudaDriverVersion
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *version)
+{
+    ENTER(-1);
+    *version = atoi(env_or("FAKE_NVML_CUDA", "12040"));
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlSystemGetCudaDriverVersion_v2
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version)
+{
+    ENTER(-1);
+    *version = atoi(env_or("FAKE_NVML_CUDA", "12040"));
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetCount_v2
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+    ENTER(-1);
+    *count = (unsigned int)gpu_count;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetHandleByIndex_v2
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    if (index >= (unsigned int)MAX_GPUS) return 2;
+    ENTER((int)index);
+    if (index >= (unsigned int)gpu_count) return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+    *device = &gpus[index];
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetIndex
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    ENTER_DEVICE(device);
+    *index = (unsigned int)device->index;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetName
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+    ENTER_DEVICE(device);
+    return copy_string(device->name, name, length);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetUUID
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+    ENTER_DEVICE(device);
+    return copy_string(device->uuid, uuid, length);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMemoryInfo
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    ENTER_DEVICE(device);
+    memory->total = device->total_mib << 20;
+    memory->free = device->free_mib << 20;
+    memory->used = memory->total - memory->free;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMemoryInfo_v2
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    ENTER_DEVICE(device);
+    memory->total = device->total_mib << 20;
+    memory->reserved = 0;
+    memory->free = device->free_mib << 20;
+    memory->used = memory->total - memory->free;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetCudaComputeCapability
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
+{
+    ENTER_DEVICE(device);
+    *major = device->cc_major;
+    *minor = device->cc_minor;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetPciInfo_v3
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+    ENTER_DEVICE(device);
+    memset(pci, 0, sizeof *pci);
+    snprintf(pci->busId, sizeof pci->busId, "%s", device->pci);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", device->pci + 4);
+    sscanf(device->pci, "%x:%x:%x", &pci->domain, &pci->bus, &pci->device);
+    pci->pciDeviceId = 0x20B510DE;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetPersistenceMode
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned int *mode)
+{
+    ENTER_DEVICE(device);
+    if (device->persist == NA) return 3; /* NVML_ERROR_NOT_SUPPORTED */
+    *mode = (unsigned int)device->persist;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMigMode
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending)
+{
+    ENTER_DEVICE(device);
+    if (device->mig == NA || device->is_mig) return 3;
+    *current = *pending = (unsigned int)device->mig;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMaxMigDeviceCount
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+    ENTER_DEVICE(device);
+    if (device->mig == NA || device->is_mig) return 3;
+    *count = MAX_MIG;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMigDeviceHandleByIndex
+/* One MIG instance (slot 0) on every GPU whose MIG mode is enabled; other slots are empty. */
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                 nvmlDevice_t *mig)
+{
+    ENTER_DEVICE(device);
+    if (device->mig == NA || device->is_mig) return 3;
+    if (index >= MAX_MIG) return 2;
+    if (device->mig != 1 || index != 0) return 6; /* NVML_ERROR_NOT_FOUND */
+    *mig = &migs[device->index];
+    return 0;
+}
+#endif

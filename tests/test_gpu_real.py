@@ -1,0 +1,111 @@
+"""The probe against a real NVIDIA driver (``pytest -m gpu``); skipped on machines without one."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from envcheck.probe import probe
+
+COUNT_SCRIPT = """
+import pynvml
+try:
+    pynvml.nvmlInit()
+    print(pynvml.nvmlDeviceGetCount())
+    pynvml.nvmlShutdown()
+except pynvml.NVMLError:
+    print(0)
+"""
+
+
+def _real_gpu_count() -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_NVML_")}
+    proc = subprocess.run([sys.executable, "-c", COUNT_SCRIPT], capture_output=True,
+                          text=True, env=env, timeout=60)
+    return int(proc.stdout.strip() or 0) if proc.returncode == 0 else 0
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300),
+              pytest.mark.skipif(_real_gpu_count() == 0,
+                                 reason="no real NVIDIA GPU (libnvidia-ml.so.1 not loadable "
+                                        "or no device)")]
+
+
+def _smi(*fields: str) -> list[list[str]]:
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("nvidia-smi is not installed")
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}",
+                          "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return [[cell.strip() for cell in line.split(",")] for line in out.strip().splitlines()]
+
+
+def _env_without_cuda_vars(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTHONPATH")}
+    env.update(extra)
+    return env
+
+
+def test_real_host_reads_sane_values() -> None:
+    state = probe({})
+    assert state.nvml_status == "ok", (state.message, state.fix)
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?", state.driver_version or "")
+    assert re.fullmatch(r"\d+\.\d", state.cuda_driver_version or "")
+    assert state.nvml_version
+    assert state.usable_gpus == state.gpus
+    for gpu in state.gpus:
+        assert gpu.status == "ok" and gpu.name and (gpu.uuid or "").startswith(("GPU-", "MIG-"))
+        assert gpu.memory_total_mib and 0 <= gpu.memory_free_mib <= gpu.memory_total_mib
+        assert re.fullmatch(r"\d+\.\d+", gpu.compute_capability or "")
+        assert re.fullmatch(r"[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d",
+                            gpu.pci_bus_id or "")
+
+
+def test_matches_nvidia_smi() -> None:
+    state = probe({})
+    rows = _smi("driver_version", "index", "uuid", "name", "memory.total", "pci.bus_id")
+    assert [r[0] for r in rows] == [state.driver_version] * len(state.gpus)
+    assert [(int(r[1]), r[2], r[3]) for r in rows] == [(g.index, g.uuid, g.name)
+                                                       for g in state.gpus]
+    assert [int(r[4]) for r in rows] == [g.memory_total_mib for g in state.gpus]
+    assert [r[5].upper() for r in rows] == [(g.pci_bus_id or "").upper() for g in state.gpus]
+
+
+def test_cli_reports_ready() -> None:
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "gpu", "--json"],
+                          capture_output=True, text=True, env=_env_without_cuda_vars(),
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["nvml"]["status"] == "ok" and doc["gpus"]
+
+
+TORCH_SCRIPT = """
+import json, torch
+n = torch.cuda.device_count()
+print(json.dumps([torch.cuda.get_device_properties(i).name for i in range(n)]))
+"""
+
+
+def test_visibility_agrees_with_a_cuda_process() -> None:
+    """With CUDA_VISIBLE_DEVICES set to a GPU's UUID, CUDA (via torch) sees exactly the GPU
+    the probe marks visible."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed here")
+    last = probe({}).gpus[-1]
+    env = _env_without_cuda_vars(CUDA_VISIBLE_DEVICES=last.uuid or "",
+                                 CUDA_DEVICE_ORDER="PCI_BUS_ID")
+    marked = probe(env)
+    assert [g.index for g in marked.usable_gpus] == [last.index]
+    assert marked.usable_gpus[0].cuda_index == 0
+    proc = subprocess.run([sys.executable, "-c", TORCH_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [last.name]
