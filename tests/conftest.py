@@ -54,4 +54,4 @@ def cli(home: Path):
     return run
 
 
-pytest_plugins = ["wheelhouse", "slow_links", "tf_home"]
+pytest_plugins = ["wheelhouse", "slow_links", "tf_home", "fake_nvml"]

@@ -50,7 +50,7 @@ def wheelhouse(tmp_path_factory) -> Path:
     build_wheel(folder, "alpha", "2.0")
     build_wheel(folder, "beta", "1.0", requires=["alpha>=1.0"])
     build_wheel(folder, "gamma", "1.0", requires=["alpha<1.0"])  # unsatisfiable next to alpha>=1
-    for name, version in (("tensorflow", "2.11.1"), ("tensorflow", "2.21.0"), ("tensorflow-cpu", "2.21.0"),
+    for name, version in (("tensorflow", "2.11.1"), ("tensorflow", "2.15.0"), ("tensorflow", "2.21.0"), ("tensorflow-cpu", "2.21.0"),
                           ("torch", "2.13.0")):
         build_wheel(folder, name, version,
                     files={f"{name.replace('-', '_')}_standin/__init__.py": STANDIN.format(name=name)})

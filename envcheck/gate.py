@@ -1,0 +1,160 @@
+"""The pre-training gate: "is this env ready to train here?" in milliseconds when nothing changed.
+
+A stored validation answers at once when it passed, is younger than ``max_age`` and its
+fingerprint (installed packages, Python, driver version, GPU UUIDs, CUDA_VISIBLE_DEVICES)
+equals the current one; otherwise the quick checks run (the smoke fit only when asked) and
+their result is stored for the next call. No framework is ever imported here.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+SCHEMA = "envcheck.gate/1"
+_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_age(text: str) -> float:
+    """'24h', '30m', '90s', '2d' or plain seconds."""
+    match = _AGE.fullmatch(text.strip().lower())
+    if not match:
+        raise UsageError(f"bad age {text!r}", "use a number with s, m, h or d, e.g. 24h")
+    return float(match[1]) * _UNITS[match[2]]
+
+
+class NotReady(Exception):
+    """Raised by ``ensure_ready``; ``.report`` carries the evidence, ``.fix`` the next step."""
+
+    def __init__(self, result: "GateResult"):
+        super().__init__(f"not ready to train: {result.reason}" + (f"; fix: {result.fix}" if result.fix else ""))
+        self.result = result
+        self.report = result.report
+        self.fix = result.fix
+
+
+@dataclass
+class GateResult:
+    env: str
+    ready: bool
+    cached: bool
+    reason: str
+    fix: str | None
+    age_s: float | None
+    gpus_usable: int
+    report: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "env": self.env, "ready": self.ready, "cached": self.cached,
+                "reason": self.reason, "fix": self.fix, "age_s": self.age_s,
+                "gpus_usable": self.gpus_usable, "verdict": self.report.get("verdict"),
+                "report": self.report}
+
+
+def _age(report: dict[str, Any]) -> float | None:
+    try:
+        created = datetime.fromisoformat(report["created"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (datetime.now(timezone.utc) - created).total_seconds()
+
+
+def _usable_cache(report: dict | None, current: dict, max_age: float, smoke: bool) -> bool:
+    if not report or report.get("verdict") not in ("ready", "degraded"):
+        return False
+    age = _age(report)
+    return (age is not None and 0 <= age <= max_age and report.get("fingerprint") == current
+            and (report.get("smoke") or not smoke))
+
+
+def _judge(name: str, report: dict[str, Any], cached: bool, require_gpu: bool, min_gpus: int) -> GateResult:
+    usable = int(report.get("gpus_usable") or 0)
+    needed = max(min_gpus, 1 if require_gpu else 0)
+    failing = [c for c in report.get("checks", []) if c.get("status") == "fail"]
+    if failing:
+        ready, reason, fix = False, f"{failing[0]['id']}: {failing[0]['summary']}", failing[0].get("fix")
+    elif usable < needed:
+        host = next((c for c in report.get("checks", []) if c.get("id") == "host"), {})
+        ready, reason = False, (f"needs {needed} GPU(s) the env can train on, has {usable}"
+                                + (f" ({host.get('summary')})" if host.get("summary") else ""))
+        fix = host.get("fix") or f"envcheck validate {name} shows why; see envcheck select --require-gpu"
+    else:
+        ready, reason, fix = True, f"{report.get('verdict')}, {usable} GPU(s) usable", None
+    return GateResult(name, ready, cached, reason, fix, _age(report), usable, report)
+
+
+def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
+          max_age: float = 86400.0, smoke: bool = False) -> GateResult:
+    """Gate env ``name`` (None: the env `select` picks) on this host, from cache when valid."""
+    from .probe import probe
+    from .store import EnvStore
+    from .validate import fingerprint, load_report, store_report, validate
+
+    store = EnvStore(home)
+    host = probe()
+    if name is None:
+        from .selection import select
+
+        selection = select(store.list(), host, home=home, require_gpu=require_gpu)
+        if selection.chosen is None:
+            raise UsageError(selection.warning or "no env to check", "create one first")
+        name = selection.chosen
+    info = store.get(name)
+    stored = load_report(home, name)
+    if _usable_cache(stored, fingerprint(info, host), max_age, smoke):
+        return _judge(name, stored, True, require_gpu, min_gpus)
+    report = validate(info, host, devices="all", smoke=smoke)
+    if info.state != "broken":
+        store_report(home, report)
+    return _judge(name, report.to_json(), False, require_gpu, min_gpus)
+
+
+def _running_env() -> tuple[Any, Any]:
+    """(home, EnvInfo) for the interpreter running now: its envcheck env, else a plain view of it."""
+    from .paths import Home
+    from .store import EnvInfo, EnvStore
+
+    prefix = Path(sys.prefix)
+    manifest = prefix / "envcheck.json"
+    if manifest.is_file():
+        home = Home(prefix.parent.parent)
+        return home, EnvStore(home).get(prefix.name)
+    from .metadata import installed_packages
+
+    version = ".".join(map(str, sys.version_info[:3]))
+    info = EnvInfo(name=prefix.name, path=prefix, state="ready",
+                   manifest={"python": {"version": version}, "requested": []},
+                   packages=installed_packages(prefix))
+    return None, info
+
+
+def ensure_ready(require_gpu: bool = False, min_gpus: int = 0, max_age: str | float = "24h") -> dict[str, Any]:
+    """Judge the interpreter this code runs in; return the report or raise NotReady.
+
+    Quick checks only (host, compat, integrity) unless a stored validation of this env is
+    still valid. Imports no framework.
+    """
+    from .probe import probe
+    from .validate import fingerprint, load_report, store_report, validate
+
+    seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
+    home, info = _running_env()
+    host = probe()
+    stored = load_report(home, info.name) if home else None
+    if _usable_cache(stored, fingerprint(info, host), seconds, False):
+        result = _judge(info.name, stored, True, require_gpu, min_gpus)
+    else:
+        report = validate(info, host, smoke=False)
+        if home:
+            store_report(home, report)
+        result = _judge(info.name, report.to_json(), False, require_gpu, min_gpus)
+    if not result.ready:
+        raise NotReady(result)
+    return result.report

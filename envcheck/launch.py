@@ -1,0 +1,183 @@
+"""`envcheck run`: start a command inside an env, on chosen GPUs, with the batch-size rule.
+
+Everything is checked here, before anything starts, and returned as a :class:`Launch`: the
+argv and the exact environment. The CLI then *replaces itself* with the command
+(``os.execve``), so the command's exit status is envcheck's, a signal that kills it kills
+"envcheck run" (a shell sees 128+signal), and Ctrl-C goes straight to it.
+
+GPU indices are NVML's (what ``nvidia-smi`` and ``envcheck gpu`` show). NVML numbers GPUs by
+PCI bus id, so the command gets ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and then CUDA's numbering
+is the same as NVML's. A GPU hidden by the caller's own ``CUDA_VISIBLE_DEVICES`` (a batch
+scheduler's allocation, say) is not offered: ``all`` means every GPU usable from here.
+
+What the command gets:
+
+- the env's interpreter folder first on ``PATH``, ``VIRTUAL_ENV``; no ``PYTHONHOME`` / ``PYTHONPATH``
+- ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` (``--gpus none``: empty,
+  which hides every GPU; ``all`` on a host where NVML shows no usable GPU: left as it was)
+- ``TF_FORCE_GPU_ALLOW_GROWTH=true`` (TensorFlow takes GPU memory as it needs it, not all at once)
+- with ``--batch-size N``: ``ENVCHECK_GLOBAL_BATCH=N`` and ``ENVCHECK_PER_GPU_BATCH`` (N divided
+  by the GPU count; with no GPU the CPU is the one replica, so it equals N)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import EnvcheckError, OperationError, UsageError
+
+PCI_ORDER = "PCI_BUS_ID"
+DROPPED = ("PYTHONHOME", "PYTHONPATH")
+
+
+class CommandNotFound(EnvcheckError):
+    """The command to run does not exist: 127, as shells, ``env`` and ``timeout`` answer."""
+
+    exit_code = 127
+
+
+class CommandNotExecutable(EnvcheckError):
+    """The command exists but can't be executed: 126, as shells answer."""
+
+    exit_code = 126
+
+
+@dataclass(frozen=True)
+class Launch:
+    env: str
+    env_path: Path
+    argv: list[str]
+    executable: str  # argv[0] resolved on the command's PATH
+    environ: dict[str, str]
+    gpus: list[int] | None  # NVML indices; None: CUDA_VISIBLE_DEVICES left as the caller had it
+    global_batch: int | None = None
+    per_gpu_batch: int | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. why the env was chosen, no GPU here
+
+
+def parse_gpus(spec: str) -> list[int] | str:
+    """``all`` | ``none`` | a list of NVML indices like ``0,2``."""
+    text = spec.strip().lower()
+    if text in ("all", "none"):
+        return text
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise UsageError(f"bad GPU list {spec!r}", "use all, none, or NVML indices like 0,2 (see `envcheck gpu`)")
+    return list(dict.fromkeys(int(p) for p in parts))
+
+
+def choose_gpus(spec: list[int] | str, host) -> tuple[list[int] | None, list[str]]:
+    """The NVML indices to expose (None: leave CUDA_VISIBLE_DEVICES alone) and notes."""
+    if spec == "none":
+        return [], []
+    usable = [g.index for g in host.usable_gpus]
+    if spec == "all":
+        if usable:
+            return usable, []
+        message, _ = host.no_gpu_reason()
+        return None, [f"no usable GPU ({message}); the command runs on the CPU"]
+    by_index = {g.index: g for g in host.gpus}
+    for index in spec:
+        gpu = by_index.get(index)
+        if gpu is None:
+            have = ", ".join(map(str, sorted(by_index))) or "none"
+            where = "" if host.ok else f" ({host.message})"
+            raise UsageError(f"unknown GPU {index}: this host's GPUs (NVML indices) are: {have}{where}",
+                             "see `envcheck gpu`")
+        if not gpu.visible:
+            raise UsageError(f"GPU {index} is hidden by CUDA_VISIBLE_DEVICES={host.cuda_visible_devices!r} "
+                             "(set by your shell or job scheduler)",
+                             f"use one of {', '.join(map(str, usable)) or 'no GPU'}, or unset CUDA_VISIBLE_DEVICES")
+        if not gpu.usable:
+            raise UsageError(f"GPU {index} is not usable: {gpu.problem}", gpu.fix or "run `nvidia-smi`")
+    return list(spec), []
+
+
+def per_gpu_batch(global_batch: int, gpus: int) -> int:
+    """The per-GPU batch of a data-parallel job; a batch that doesn't split evenly is an error.
+
+    Replicas get equal shares; an uneven split changes the per-GPU batch the learning rate was
+    tuned for, so two trainings on different GPU counts are only comparable at the same per-GPU
+    batch. No GPU: the CPU is one replica.
+    """
+    if global_batch < 1:
+        raise UsageError(f"bad global batch {global_batch}", "give a positive integer")
+    replicas = max(gpus, 1)
+    if global_batch % replicas == 0:
+        return global_batch // replicas
+    share = global_batch / replicas
+    lower = global_batch // replicas * replicas
+    options = [f"{size} ({size // replicas} per GPU)" for size in (lower, lower + replicas) if size > 0]
+    raise UsageError(f"global batch {global_batch} is not a multiple of {replicas} GPUs "
+                     f"({share:g} per GPU): use {' or '.join(options)}",
+                     "compare trainings at the same per-GPU batch")
+
+
+def command_environ(base: dict[str, str], env_path: Path, bin_dir: Path, gpus: list[int] | None,
+                    global_batch: int | None, per_gpu: int | None) -> dict[str, str]:
+    environ = {k: v for k, v in base.items() if k not in DROPPED}
+    environ["PATH"] = os.pathsep.join(p for p in (str(bin_dir), base.get("PATH", "")) if p)
+    environ["VIRTUAL_ENV"] = str(env_path)
+    environ["CUDA_DEVICE_ORDER"] = PCI_ORDER
+    if gpus is not None:
+        environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+    environ["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
+    if global_batch is not None:
+        environ["ENVCHECK_GLOBAL_BATCH"] = str(global_batch)
+        environ["ENVCHECK_PER_GPU_BATCH"] = str(per_gpu)
+    return environ
+
+
+def _resolve_env(home, name: str, host):
+    from .store import EnvStore
+
+    store = EnvStore(home)
+    notes = []
+    if name == "auto":
+        from .selection import select
+
+        selection = select(store.list(), host, home=home)
+        if selection.chosen is None:
+            raise OperationError(f"no env to run in: {selection.warning}")
+        name = selection.chosen
+        notes.append(f"env {name} selected: {selection.ranking[0].reason}")
+    info = store.get(name)
+    if info.state != "ready":
+        raise OperationError(f"env {name} is {info.state}: {info.problem}",
+                             f"envcheck env remove {name} --yes, then create it again")
+    return info, notes
+
+
+def _resolve_command(argv: list[str], path: str) -> str:
+    found = shutil.which(argv[0], path=path)
+    if found:
+        return found
+    if os.sep in argv[0] and os.path.exists(argv[0]):
+        raise CommandNotExecutable(f"{argv[0]}: not executable", f"chmod +x {argv[0]}")
+    raise CommandNotFound(f"{argv[0]}: command not found (looked in the env's bin folder, then PATH)",
+                          "check its spelling, or install it: envcheck env add ENV PACKAGE")
+
+
+def prepare(home, env_name: str, command: list[str], *, gpus: str = "all", batch_size: int | None = None,
+            host=None, base_environ: dict[str, str] | None = None) -> Launch:
+    """Check everything `envcheck run` needs and return what to execute, or raise.
+
+    ``host`` is a probe (probed when needed and None); ``base_environ`` defaults to os.environ.
+    """
+    if not command:
+        raise UsageError("no command given", "envcheck run [OPTIONS] -- CMD [ARGS]...")
+    spec = parse_gpus(gpus)
+    if host is None and (spec != "none" or env_name == "auto"):
+        from .probe import probe
+
+        host = probe()
+    chosen, notes = choose_gpus(spec, host)
+    per_gpu = per_gpu_batch(batch_size, len(chosen or [])) if batch_size is not None else None
+    info, env_notes = _resolve_env(home, env_name, host)
+    environ = command_environ(dict(os.environ if base_environ is None else base_environ), info.path,
+                              info.python.parent, chosen, batch_size, per_gpu)
+    executable = _resolve_command(command, environ["PATH"])
+    return Launch(info.name, info.path, list(command), executable, environ, chosen, batch_size, per_gpu,
+                  env_notes + notes)

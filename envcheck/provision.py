@@ -1,0 +1,270 @@
+"""`envcheck provision`: the installer hook. Make the asked-for envs, idempotently, and prove them.
+
+The flow is three small steps:
+
+1. ``plan``: resolve every preset (an unknown or malformed one is a UsageError before anything
+   is made); with ``auto``, the built-in preset names (a user preset of the same name overrides
+   one), each GPU preset kept only if this host can run it: a usable GPU, a compat verdict
+   that trains on it, a Python that fits and the system libraries the preset needs.
+2. ``ensure``: per env (named after its preset): absent or left incomplete -> created; ready
+   with the same preset content hash -> unchanged, nothing reinstalled; ready with another
+   hash (or from another preset) -> ``stale``, left as it is: the store can't swap a rebuilt
+   env in atomically, and removing a working env that a rebuild then fails to replace is worse
+   than saying so. Stale counts as not done (exit 1) and carries the command that rebuilds it.
+   Another process building the same env: wait for its lock to be free (up to ``wait``
+   seconds), then look again, so two concurrent provisions both end with one ready env.
+3. ``check``: each env that exists is validated (the smoke fit unless ``smoke`` is False) and
+   its report stored for the pre-training gate.
+
+``ProvisionResult.ok``: every requested env was created or unchanged and validates ready or
+degraded; presets ``auto`` skipped were not requested, so they don't count.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from packaging.version import Version
+
+from .errors import BusyError, EnvcheckError, UsageError
+
+SCHEMA = "envcheck.provision/1"
+ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
+DEFAULT_WAIT = 3600.0  # installing a GPU framework can take many minutes on a slow mirror
+
+
+@dataclass
+class Outcome:
+    name: str
+    preset: str
+    action: str  # one of ACTIONS
+    reason: str
+    verdict: str | None = None  # of the validation: ready | degraded | not-ready
+    fix: str | None = None
+    log: str | None = None  # full installer output of a failed create
+
+    @property
+    def ok(self) -> bool:
+        if self.action == "skipped":
+            return True
+        return self.action in ("created", "unchanged") and self.verdict in ("ready", "degraded")
+
+
+@dataclass
+class ProvisionResult:
+    envs: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.envs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "envs": [asdict(o) for o in self.envs], "ok": self.ok}
+
+
+@dataclass
+class Planned:
+    preset: Any  # presets.Preset
+    skip: str | None = None  # why --auto leaves it out
+    fix: str | None = None
+
+
+# -- 1. plan ----------------------------------------------------------------------------------
+
+def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
+         host=None) -> list[Planned]:
+    """The presets to provision, each possibly skipped with a reason; raises UsageError on bad input."""
+    from .presets import builtin_dir, resolve_preset
+    from .store import check_name
+
+    if not (names or files or auto):
+        raise UsageError("nothing to provision", "pass --preset NAME, --preset-file F or --auto")
+    asked = [resolve_preset(home, name=n) for n in names] + [resolve_preset(home, file=f) for f in files]
+    automatic = [resolve_preset(home, name=p.stem) for p in sorted(builtin_dir().glob("*.toml"))] if auto else []
+    chosen: dict[str, Planned] = {}
+    for explicit, preset in [(True, p) for p in asked] + [(False, p) for p in automatic]:
+        check_name(preset.name)
+        known = chosen.get(preset.name)
+        if known is not None:
+            if known.preset.content_hash != preset.content_hash:
+                raise UsageError(f"two different presets are named {preset.name} "
+                                 f"({known.preset.source} and {preset.source})",
+                                 "rename one of the files: an env is named after its preset")
+            continue
+        chosen[preset.name] = Planned(preset) if explicit or preset.kind == "cpu" else _judge_gpu(preset, host)
+    return list(chosen.values())
+
+
+def _judge_gpu(preset, host) -> Planned:
+    """Keep a GPU preset for --auto only if this host can train with it."""
+    from .compat import HostProfile, judge
+    from .pythons import find_python
+
+    reason = host.no_gpu_reason()
+    if reason:
+        return Planned(preset, f"no usable GPU: {reason[0]}", reason[1])
+    build = preset_build(preset)
+    if build is None:
+        return Planned(preset, f"can't tell which {preset.framework} build preset {preset.name} installs",
+                       f"provision it by name if you want it: envcheck provision --preset {preset.name}")
+    try:
+        python = find_python(preset.requires_python, needed_by=f"preset {preset.name}")
+    except UsageError as exc:
+        return Planned(preset, exc.message, exc.fix)
+    ccs = [g.compute_capability for g in host.usable_gpus if g.compute_capability]
+    verdict = judge(build, HostProfile(host.driver_version, ccs, python=str(python.version)))
+    if verdict.verdict == "fail" or not verdict.uses_gpu:
+        why = verdict.reasons[0] if verdict.reasons else "it would not use this host's GPUs"
+        return Planned(preset, f"{build.label} can't train on this host's GPUs: {why}",
+                       verdict.fixes[0] if verdict.fixes else None)
+    missing = missing_libraries(python.path, preset.libraries)
+    if missing:
+        return Planned(preset, f"system libraries missing: {', '.join(missing)}",
+                       f"install CUDA {preset.cuda} and cuDNN {preset.cudnn} and add their lib folders to "
+                       "LD_LIBRARY_PATH (or use the tensorflow-gpu-cuda12 preset, whose CUDA comes from pip)")
+    return Planned(preset)
+
+
+def preset_build(preset):
+    """The framework build a preset would install: the newest release in the compat tables that
+    its framework requirement admits (``tensorflow[and-cuda]~=2.21.0`` -> tensorflow 2.21)."""
+    from .compat import DISTRIBUTIONS, framework_build, known_releases
+    from .metadata import canonical_name
+    from .presets import parse_requirement
+
+    for text in preset.packages:
+        req = parse_requirement(text)
+        dist = canonical_name(req.name)
+        if dist not in DISTRIBUTIONS:
+            continue
+        framework = "torch" if dist == "torch" else "tensorflow"
+        for release in known_releases(framework):
+            if req.specifier.contains(Version(f"{release}.0"), prereleases=True):
+                return framework_build(dist, f"{release}.0")
+        return None
+    return None
+
+
+def missing_libraries(python: Path, libraries: list[str]) -> list[str]:
+    """The shared libraries of ``libraries`` that ``python`` can't load (dlopen, as the framework will)."""
+    if not libraries:
+        return []
+    from .installers import clean_environ
+    from .validate import LIBRARY_PROBE
+
+    proc = subprocess.run([str(python), "-c", LIBRARY_PROBE, *libraries], capture_output=True, text=True,
+                          timeout=60, env=clean_environ())
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        return list(libraries)
+    return [name for name in libraries if result.get(name)]
+
+
+# -- 2. ensure --------------------------------------------------------------------------------
+
+def ensure(store, preset, *, installer: str | None = None, index: dict[str, Any] | None = None,
+           wait: float = DEFAULT_WAIT, progress: Callable[[str], None] | None = None) -> Outcome:
+    """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError."""
+    deadline = time.monotonic() + wait
+    name = preset.name
+    while True:
+        info = _existing(store, name)
+        if info is not None and info.state != "incomplete":
+            return _compare(info, preset)
+        try:
+            store.create(name, preset, installer=installer, index=index, progress=progress)
+            return Outcome(name, preset.name, "created", f"created from preset {preset.name}")
+        except BusyError:
+            if progress:
+                progress(f"env {name} is being changed by another envcheck process; waiting for it "
+                         f"(up to {max(deadline - time.monotonic(), 0):.0f} s)")
+            if not _wait_unlocked(store, name, deadline):
+                return Outcome(name, preset.name, "failed", f"another envcheck process kept env {name} "
+                               f"locked for more than {wait:.0f} s", fix="wait for it to finish, then run again")
+        except EnvcheckError as exc:
+            info = _existing(store, name)
+            if isinstance(exc, UsageError) and info is not None and info.state != "incomplete":
+                continue  # "already exists": another process finished it between our look and our lock
+            return Outcome(name, preset.name, "failed", exc.message, fix=exc.fix, log=exc.log)
+
+
+def _existing(store, name: str):
+    """The env as the store sees it (ready, incomplete or broken), or None when there is none."""
+    try:
+        return store.get(name)
+    except UsageError:
+        return None
+
+
+def _compare(info, preset) -> Outcome:
+    name = info.name
+    rebuild = f"envcheck env remove {name} --yes && envcheck provision --preset {preset.name}"
+    if info.state == "broken":
+        return Outcome(name, preset.name, "failed", f"env {name} is broken: {info.problem}", fix=rebuild)
+    recorded = info.preset
+    if recorded.get("name") != preset.name:
+        return Outcome(name, preset.name, "stale", f"env {name} exists but was made from preset "
+                       f"{recorded.get('name')!r}, not {preset.name!r}", fix=rebuild)
+    if recorded.get("hash") != preset.content_hash:
+        return Outcome(name, preset.name, "stale", f"env {name} was made from another version of preset "
+                       f"{preset.name} (its packages, Python or CUDA changed since); left as it is", fix=rebuild)
+    return Outcome(name, preset.name, "unchanged", f"already made from this preset on {info.manifest.get('created')}")
+
+
+def _wait_unlocked(store, name: str, deadline: float) -> bool:
+    """Block until no process holds env ``name``'s lock, or the deadline passes (False)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(store.home.lock(name)))
+    try:
+        lock.acquire(timeout=max(deadline - time.monotonic(), 0), poll_interval=0.2)
+    except Timeout:
+        return False
+    lock.release()
+    return True
+
+
+# -- 3. check ---------------------------------------------------------------------------------
+
+def check(home, store, outcome: Outcome, host, *, smoke: bool, timeout: float) -> None:
+    """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
+    from .validate import store_report, validate
+
+    info = store.get(outcome.name)
+    report = validate(info, host, smoke=smoke, timeout=timeout)
+    store_report(home, report)
+    outcome.verdict = report.verdict
+    if report.verdict == "not-ready" and outcome.action in ("created", "unchanged"):
+        failed = next(c for c in report.checks if c.status == "fail")
+        outcome.reason += f"; validation failed: {failed.id}: {failed.summary}"
+        outcome.fix = outcome.fix or failed.fix
+
+
+def provision(home, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
+              smoke: bool = True, installer: str | None = None, index: dict[str, Any] | None = None,
+              wait: float = DEFAULT_WAIT, timeout: float = 120.0, host=None,
+              progress: Callable[[str], None] | None = None) -> ProvisionResult:
+    """Plan, ensure and check: see the module docstring. ``host`` is probed when None."""
+    from .store import EnvStore
+
+    if host is None:
+        from .probe import probe
+
+        host = probe()
+    planned = plan(home, names, files, auto, host)
+    store = EnvStore(home)
+    result = ProvisionResult()
+    for item in planned:
+        if item.skip:
+            result.envs.append(Outcome(item.preset.name, item.preset.name, "skipped", item.skip, fix=item.fix))
+            continue
+        outcome = ensure(store, item.preset, installer=installer, index=index, wait=wait, progress=progress)
+        if outcome.action != "failed":
+            check(home, store, outcome, host, smoke=smoke, timeout=timeout)
+        result.envs.append(outcome)
+    return result

@@ -1,0 +1,365 @@
+"""Validate an env on this machine: checks with evidence, a smoke fit per device, a verdict.
+
+The flow is a list of small steps, each a function of the context built so far returning
+one ``Check`` (pass | warn | fail | skip, a one-line summary, detail and a fix). Nothing here
+prints; the CLI renders the ``Report``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import manifest as mf
+from .errors import UsageError
+
+SCHEMA = "envcheck.report/1"
+STATUSES = ("pass", "warn", "fail", "skip")
+DEVICE_RE = re.compile(r"(cpu|gpu):(\d+)")
+
+
+@dataclass
+class Check:
+    id: str
+    status: str
+    summary: str
+    detail: str = ""
+    fix: str | None = None
+
+
+@dataclass
+class Report:
+    env: str
+    verdict: str  # ready | degraded | not-ready
+    checks: list[Check]
+    devices: list[dict[str, Any]]
+    multi_replica: dict[str, Any] | None
+    speedup: dict[str, Any] | None
+    build: dict[str, Any]
+    host: dict[str, Any]
+    fingerprint: dict[str, Any]
+    created: str
+    wall_s: float
+    smoke: bool
+    gpus_usable: int = 0  # GPUs this env's framework build can train on here
+
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["schema"] = SCHEMA
+        return data
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict != "not-ready"
+
+
+def verdict_of(checks: list[Check]) -> str:
+    statuses = {c.status for c in checks}
+    return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
+
+
+def fingerprint(info, host) -> dict[str, Any]:
+    """What a stored validation depends on: a change of any of it means validate again."""
+    from .probe import host_fingerprint
+
+    packages = json.dumps(info.packages, sort_keys=True).encode()
+    return {"packages": hashlib.sha256(packages).hexdigest(),
+            "python": info.manifest.get("python", {}).get("version"),
+            **host_fingerprint(host)}
+
+
+def parse_devices(spec: str) -> list[str] | str:
+    """``all`` | ``cpu`` | ``gpu`` or a list like ``cpu:0,cpu:1`` / ``gpu:0,gpu:2``."""
+    spec = spec.strip().lower()
+    if spec in ("all", "cpu", "gpu"):
+        return spec
+    devices = [d.strip() for d in spec.split(",") if d.strip()]
+    bad = [d for d in devices if not DEVICE_RE.fullmatch(d)]
+    if not devices or bad:
+        raise UsageError(f"bad device list {spec!r}", "use all, cpu, gpu, or a list like cpu:0,cpu:1 or gpu:0,gpu:2")
+    return list(dict.fromkeys(devices))
+
+
+@dataclass
+class _Ctx:
+    info: Any
+    host: Any
+    spec: list[str] | str
+    smoke: bool
+    timeout: float
+    build: Any = None
+    verdict: Any = None
+    smoke_result: Any = None
+    devices: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    gpus_usable: int = 0
+
+    @property
+    def gpu_env(self) -> bool:
+        return bool(self.build and self.build.gpu_capable)
+
+
+def _host(ctx: _Ctx) -> Check:
+    host = ctx.host
+    gpus = host.usable_gpus
+    if gpus:
+        names = ", ".join(sorted({g.name or "?" for g in gpus}))
+        return Check("host", "pass", f"driver {host.driver_version} (CUDA {host.cuda_driver_version}), "
+                     f"{len(gpus)} usable GPU(s): {names}", "; ".join(host.warnings))
+    message, fix = host.no_gpu_reason()
+    if not ctx.gpu_env:
+        return Check("host", "skip", f"no usable NVIDIA GPU ({message}); not needed by this CPU env")
+    serious = host.nvml_status not in ("ok", "no-library", "no-gpu")
+    return Check("host", "fail" if serious else "warn",
+                 f"no usable NVIDIA GPU: {message}", "this GPU env will train on the CPU only", fix)
+
+
+def _compat(ctx: _Ctx) -> Check:
+    from .compat import HostProfile, build_from_packages, judge
+
+    ctx.build = build = build_from_packages(ctx.info.packages)
+    if build is None:
+        return Check("compat", "fail", "no known deep-learning framework installed",
+                     f"packages: {', '.join(ctx.info.packages) or 'none'}",
+                     f"envcheck env add {ctx.info.name} tensorflow-cpu (or create it from a preset)")
+    ccs = [g.compute_capability for g in ctx.host.usable_gpus if g.compute_capability]
+    profile = HostProfile(driver_version=ctx.host.driver_version if ctx.host.usable_gpus else None,
+                          gpu_ccs=ccs, python=ctx.info.manifest.get("python", {}).get("version"))
+    ctx.verdict = verdict = judge(build, profile)
+    if build.gpu_capable and verdict.verdict != "fail" and verdict.uses_gpu:
+        ctx.gpus_usable = len(ctx.host.usable_gpus)
+    status = {"ok": "pass", "warn": "warn", "fail": "fail"}[verdict.verdict]
+    summary = f"{build.label}" + (f" (CUDA {build.cuda}, cuDNN {build.cudnn})" if build.gpu_capable else " (CPU-only)")
+    summary += f": {verdict.reasons[0]}" if verdict.reasons else ": fits this host"
+    return Check("compat", status, summary, "; ".join(verdict.reasons[1:]),
+                 "; ".join(verdict.fixes) or None)
+
+
+def _integrity(ctx: _Ctx) -> Check:
+    from .integrity import check_integrity
+
+    info = ctx.info
+    if info.state != "ready":
+        return Check("integrity", "fail", f"env is {info.state}: {info.problem}",
+                     fix=f"envcheck env remove {info.name} --yes, then create it again")
+    result = check_integrity(info.path, info.manifest.get("requested", []), info.packages,
+                             info.manifest.get("python", {}).get("version"))
+    if not ctx.smoke:
+        started = _interpreter_starts(info.python)
+        if started is not None:
+            return Check("integrity", "fail", f"the env's interpreter does not start: {started}",
+                         fix=f"recreate the env: envcheck env remove {info.name} --yes && envcheck env create ...")
+    if result.ok:
+        return Check("integrity", "pass", f"manifest sound, {len(info.packages)} packages, requirements satisfied")
+    problems = result.unsatisfied + result.broken
+    return Check("integrity", "fail", f"{len(problems)} requirement problem(s): {problems[0]}",
+                 "; ".join(problems), f"envcheck env add {info.name} '<the missing requirement>' or recreate the env")
+
+
+def _interpreter_starts(python: Path) -> str | None:
+    try:
+        proc = subprocess.run([str(python), "-c", "pass"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+
+
+LIBRARY_PROBE = """
+import ctypes, json, os, sys
+out = {}
+for name in sys.argv[1:]:
+    try:
+        ctypes.CDLL(name)
+        out[name] = None
+    except OSError as exc:
+        out[name] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def _libraries(ctx: _Ctx) -> Check:
+    libraries = ctx.info.preset.get("libraries") or []
+    if not libraries:
+        return Check("libraries", "skip", "no system libraries needed by this preset")
+    from .installers import clean_environ
+
+    env = clean_environ()
+    proc = subprocess.run([str(ctx.info.python), "-c", LIBRARY_PROBE, *libraries], capture_output=True,
+                          text=True, timeout=60, env=env)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        return Check("libraries", "fail", "could not probe the system libraries", proc.stderr[-500:])
+    missing = [name for name, error in result.items() if error]
+    where = f"LD_LIBRARY_PATH={env.get('LD_LIBRARY_PATH', '')!r} and the ldconfig cache"
+    if not missing:
+        return Check("libraries", "pass", f"all {len(libraries)} CUDA/cuDNN libraries load", where)
+    cuda = ctx.info.preset.get("cuda")
+    return Check("libraries", "fail", f"{len(missing)} of {len(libraries)} libraries missing: {', '.join(missing)}",
+                 f"looked in {where}",
+                 f"install CUDA {cuda} and cuDNN {ctx.info.preset.get('cudnn')} and add their lib folders "
+                 "to LD_LIBRARY_PATH (or use the tensorflow-gpu-cuda12 preset, whose CUDA comes from pip)")
+
+
+def _plan_devices(ctx: _Ctx) -> None:
+    """The devices to smoke-test; GPUs are left out (with the reason) when compat failed."""
+    gpus = [f"gpu:{g.cuda_index}" for g in ctx.host.usable_gpus if g.cuda_index is not None]
+    if isinstance(ctx.spec, list):
+        asked = ctx.spec
+        unknown = [d for d in asked if d.startswith("gpu:") and d not in gpus]
+        if unknown:
+            raise UsageError(f"unknown GPU {', '.join(unknown)}: this host has {', '.join(gpus) or 'no usable GPU'}",
+                             "see `envcheck gpu`")
+    elif ctx.spec == "cpu":
+        asked = ["cpu:0"]
+    elif ctx.spec == "gpu":
+        asked = gpus
+    else:
+        asked = ["cpu:0", *gpus] if ctx.gpu_env else ["cpu:0"]
+    for device in asked:
+        if device.startswith("gpu:") and ctx.verdict is not None and ctx.verdict.verdict == "fail":
+            ctx.skipped[device] = "not attempted: the compat check failed"
+        elif device.startswith("gpu:") and not ctx.gpu_env:
+            ctx.skipped[device] = "not attempted: the env's framework is a CPU-only build"
+        else:
+            ctx.devices.append(device)
+
+
+def _run_smoke(ctx: _Ctx) -> None:
+    from .smoke import run_smoke
+
+    cpus = [d for d in ctx.devices if d.startswith("cpu:")]
+    gpus = [d for d in ctx.devices if d.startswith("gpu:")]
+    replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
+    ctx.smoke_result = run_smoke(ctx.info.python, ctx.devices, timeout=ctx.timeout, import_timeout=ctx.timeout,
+                                 logical_cpus=len(cpus) if len(cpus) > 1 else 0,
+                                 multi_replica=bool(replicas), replica_devices=replicas or None)
+
+
+def _diagnosis(stderr: str) -> tuple[str | None, str]:
+    from .diagnose import diagnose
+
+    findings = [f for f in diagnose(stderr) if f.severity == "error"]
+    if not findings:
+        return None, ""
+    return "; ".join(f"{f.fix}" for f in findings[:2]), "; ".join(f"{f.title}: {f.cause}" for f in findings[:2])
+
+
+def _sees_gpus(ctx: _Ctx) -> Check:
+    result = ctx.smoke_result
+    if result is None or result.error:
+        return Check("framework-gpus", "skip", "not measured (no smoke run)" if result is None
+                     else "not measured: the framework did not start")
+    build = result.build
+    facts = ", ".join(f"{k}={v}" for k, v in build.items() if v not in (None, "", [], {}))
+    visible = len(ctx.host.usable_gpus)
+    seen = result.gpus_seen
+    if not ctx.gpu_env:
+        return Check("framework-gpus", "skip", "CPU-only build: no GPU expected", facts)
+    if seen == visible:
+        return Check("framework-gpus", "pass", f"the framework sees {seen} of {visible} GPU(s)", facts)
+    fix, cause = _diagnosis(result.stderr_tail)
+    return Check("framework-gpus", "fail", f"the framework sees {seen} GPU(s), NVML shows {visible}",
+                 "; ".join(x for x in (cause, facts) if x),
+                 fix or "check that CUDA/cuDNN load in the env (envcheck diagnose on its log)")
+
+
+def _smoke_check(ctx: _Ctx) -> Check:
+    result = ctx.smoke_result
+    if result is None:
+        return Check("smoke", "skip", "skipped (--no-smoke)" if not ctx.smoke else "no device to test")
+    failed = [d for d in result.devices if d.status != "pass"]
+    fix, cause = _diagnosis(result.stderr_tail)
+    if result.error and not result.devices:
+        return Check("smoke", "fail", f"the framework did not start: {_first_line(result.error)}",
+                     cause or result.stderr_tail[-800:], fix or "see the detail; reinstall the framework")
+    if failed:
+        first = failed[0]
+        return Check("smoke", "fail", f"{len(failed)} of {len(result.devices)} device(s) failed; "
+                     f"{first.device}: {_first_line(first.error or 'failed')}",
+                     cause or result.stderr_tail[-800:], fix or "see the detail")
+    fastest = min(result.devices, key=lambda d: d.ms_per_step or float("inf"))
+    return Check("smoke", "pass", f"{len(result.devices)} device(s) trained, loss falling; "
+                 f"best {fastest.ms_per_step:.2f} ms/step on {fastest.device}")
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _multi(ctx: _Ctx) -> Check:
+    result = ctx.smoke_result
+    multi = result.multi_replica if result else None
+    if multi is None:
+        return Check("multi-replica", "skip", "one device: no data-parallel check")
+    if multi.status == "pass":
+        eff = f", scaling efficiency {multi.scaling_efficiency:.2f}" if multi.scaling_efficiency else ""
+        return Check("multi-replica", "pass", f"{multi.replicas} replicas, global batch {multi.global_batch} "
+                     f"= {multi.per_replica_batch} x {multi.replicas}{eff}", multi.detail)
+    fix, cause = _diagnosis(result.stderr_tail)
+    return Check("multi-replica", "fail" if multi.status == "fail" else "skip",
+                 f"data-parallel check {multi.status}: {_first_line(multi.detail)}", cause or multi.detail,
+                 fix or "make the global batch a multiple of the replica count; see the detail")
+
+
+def _speedup(ctx: _Ctx) -> tuple[Check, dict | None]:
+    result = ctx.smoke_result
+    passed = {d.device: d for d in (result.devices if result else []) if d.status == "pass" and d.ms_per_step}
+    cpu = passed.get("cpu:0")
+    gpus = [d for name, d in passed.items() if name.startswith("gpu:")]
+    if not cpu or not gpus:
+        return Check("speedup", "skip", "needs a CPU and a GPU result"), None
+    per_gpu = {g.device: round(cpu.ms_per_step / g.ms_per_step, 2) for g in gpus}
+    best = max(per_gpu, key=per_gpu.get)
+    return (Check("speedup", "pass", f"{best} is {per_gpu[best]:.1f}x faster than cpu:0 on the smoke model"),
+            {"cpu_ms_per_step": cpu.ms_per_step, "gpu_over_cpu": per_gpu})
+
+
+def _devices_json(ctx: _Ctx) -> list[dict[str, Any]]:
+    rows = [asdict(d) for d in (ctx.smoke_result.devices if ctx.smoke_result else [])]
+    rows += [{"device": d, "status": "skip", "ms_per_step": None, "loss_first": None, "loss_last": None,
+              "placed_on": None, "error": why} for d, why in ctx.skipped.items()]
+    return rows
+
+
+def validate(info, host, *, devices: str = "all", smoke: bool = True, timeout: float = 120.0) -> Report:
+    """Run every check for one env (``info`` from the store) against ``host`` (a probe)."""
+    started = time.perf_counter()
+    ctx = _Ctx(info, host, parse_devices(devices), smoke, timeout)
+    compat = _compat(ctx)
+    checks = [_host(ctx), compat, _integrity(ctx), _libraries(ctx)]
+    if smoke and info.state == "ready":
+        _plan_devices(ctx)
+        if ctx.devices:
+            _run_smoke(ctx)
+    speedup_check, speedup = _speedup(ctx)
+    checks += [_sees_gpus(ctx), _smoke_check(ctx), _multi(ctx), speedup_check]
+    result = ctx.smoke_result
+    return Report(env=info.name, verdict=verdict_of(checks), checks=checks, devices=_devices_json(ctx),
+                  multi_replica=asdict(result.multi_replica) if result and result.multi_replica else None,
+                  speedup=speedup, build=result.build if result else {},
+                  host=host.to_json(), fingerprint=fingerprint(info, host), created=mf.now(),
+                  wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable)
+
+
+def store_report(home, report: Report) -> Path:
+    path = home.report(report.env)
+    mf.write_atomic(path, report.to_json())
+    return path
+
+
+def load_report(home, name: str) -> dict[str, Any] | None:
+    """The stored report, or None when absent or unreadable (tolerant, like the manifest)."""
+    try:
+        with open(home.report(name), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None

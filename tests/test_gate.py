@@ -1,0 +1,92 @@
+"""The pre-training gate: cached answers, and misses when what the validation depended on changes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, clean_env
+from fake_nvml import A100
+from test_select import envcheck, make_env
+
+
+@pytest.fixture
+def gated(home, wheelhouse, fake_nvml):
+    make_env(home, wheelhouse, "tf", "tensorflow-cpu==2.21.0")
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(home))
+    assert envcheck(env, "validate", "tf", "--no-smoke").code == 0
+    return env
+
+
+def gate(env: dict, *args: str) -> dict:
+    r = envcheck(env, "check", "--env", "tf", "--json", *args)
+    data = r.json()
+    assert data["schema"] == "envcheck.gate/1"
+    assert (r.code == 0) == data["ready"]
+    return data
+
+
+def test_cache_hit(gated):
+    data = gate(gated)
+    assert data["ready"] and data["cached"] and data["age_s"] >= 0
+
+
+def test_driver_change_misses(gated):
+    assert not gate({**gated, "FAKE_NVML_DRIVER": "555.42.02"})["cached"]
+
+
+def test_visible_devices_change_misses(gated):
+    assert not gate({**gated, "CUDA_VISIBLE_DEVICES": ""})["cached"]
+
+
+def test_package_change_misses(gated, wheelhouse):
+    assert envcheck(gated, "env", "add", "tf", "alpha", "--no-index", "--find-links", str(wheelhouse)).code == 0
+    first = gate(gated)
+    assert not first["cached"] and first["ready"]
+    assert gate(gated)["cached"]  # the fresh result was stored
+
+
+def test_max_age(gated):
+    assert not gate(gated, "--max-age", "0s")["cached"]
+    bad = envcheck(gated, "check", "--env", "tf", "--max-age", "soon")
+    assert bad.code == 2 and "soon" in bad.err
+
+
+def test_require_gpu_on_a_cpu_build_is_not_ready(gated):
+    data = gate(gated, "--require-gpu")
+    assert not data["ready"] and "GPU" in data["reason"] and data["fix"]
+
+
+def test_auto_picks_the_selected_env(gated):
+    r = envcheck(gated, "check", "--json")
+    assert r.code == 0 and r.json()["env"] == "tf"
+
+
+def test_ensure_ready_raises_not_ready_without_importing_frameworks(tmp_path):
+    code = ("import json, sys, envcheck\n"
+            "try:\n    envcheck.ensure_ready(require_gpu=True)\n"
+            "except envcheck.NotReady as exc:\n"
+            "    print(json.dumps({'fix': exc.fix, 'verdict': exc.report['verdict'],\n"
+            "        'frameworks': [m for m in ('tensorflow', 'torch', 'jax') if m in sys.modules]}))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=clean_env(LD_LIBRARY_PATH=str(tmp_path)), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["frameworks"] == [] and out["fix"]
+
+
+def test_ensure_ready_in_a_validated_env_answers_from_its_report(tf_home, tf_python):
+    """Inside an envcheck env (the real TensorFlow one): ready, from the stored report, no TF import."""
+    assert envcheck(clean_env(ENVCHECK_HOME=str(tf_home)), "validate", "tf", "--no-smoke").code == 0
+    deps = Path(subprocess.check_output([sys.executable, "-c", "import click, os; print(os.path.dirname(os.path.dirname(click.__file__)))"], text=True).strip())
+    code = ("import json, sys, envcheck\nr = envcheck.ensure_ready()\n"
+            "print(json.dumps({'verdict': r['verdict'], 'tf': 'tensorflow' in sys.modules}))\n")
+    proc = subprocess.run([str(tf_python), "-c", code], capture_output=True, text=True, timeout=120,
+                          env=clean_env(PYTHONPATH=f"{ROOT}{os.pathsep}{deps}"))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out == {"verdict": out["verdict"], "tf": False} and out["verdict"] in ("ready", "degraded")

@@ -1,0 +1,166 @@
+"""`envcheck run` for real: an env built from local wheels, GPUs from the fake NVML, and the
+command exec'd by envcheck reporting what it really got."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Result, clean_env
+from fake_nvml import A100, T4, FakeNvml, fake_nvml  # noqa: F401
+from wheelhouse import offline
+
+CPU_STANDIN = """title = "tensorflow-cpu stand-in"
+kind = "cpu"
+framework = "tensorflow"
+packages = ["tensorflow-cpu==2.21.0"]
+"""
+REPORT = ("import json, os, sys; print(json.dumps({'prefix': sys.prefix, 'executable': sys.executable, "
+          "'env': {k: v for k, v in os.environ.items()}}))")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, wheelhouse) -> Path:
+    """One env home with env `dl` (tensorflow-cpu stand-in), shared by this module's tests."""
+    root = tmp_path_factory.mktemp("run-home")
+    (root / "presets").mkdir()
+    (root / "presets" / "standin-cpu.toml").write_text(CPU_STANDIN)
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "env", "create", "dl", "--preset", "standin-cpu",
+                           *offline(wheelhouse)], capture_output=True, text=True,
+                          env=clean_env(ENVCHECK_HOME=str(root)), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return root
+
+
+@pytest.fixture
+def run(fake_nvml: FakeNvml, home: Path):
+    """``run(*args, gpus=(A100, A100), **env)``: envcheck ARGS on a host with these GPUs."""
+
+    def call(*args: str, gpus=(A100, A100), **extra: str) -> Result:
+        return fake_nvml.cli(fake_nvml.env(gpus=gpus, ENVCHECK_HOME=str(home), **extra), *args)
+
+    return call
+
+
+def seen(result: Result) -> dict:
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_command_runs_in_the_env_on_all_gpus_with_growth_and_pci_order(run, home, tmp_path):
+    # envcheck itself runs fine with these; left in place, they would pull the command's
+    # python out of the env (PYTHONHOME) or shadow its packages (PYTHONPATH)
+    got = seen(run("run", "--env", "dl", "--", "python", "-c", REPORT, PYTHONPATH=str(tmp_path),
+                   PYTHONHOME=sys.base_prefix, CUDA_DEVICE_ORDER="FASTEST_FIRST"))
+    env_dir = home / "envs" / "dl"
+    assert Path(got["prefix"]) == env_dir  # `python` on PATH was the env's interpreter
+    environ = got["env"]
+    assert environ["PATH"].split(":")[0] == str(env_dir / "bin")
+    assert environ["VIRTUAL_ENV"] == str(env_dir)
+    assert "PYTHONPATH" not in environ and "PYTHONHOME" not in environ
+    assert environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+    assert "ENVCHECK_GLOBAL_BATCH" not in environ
+
+
+@pytest.mark.parametrize(("gpus", "visible"), [("1", "1"), ("1,0", "1,0"), ("none", ""), ("all", "0,1")])
+def test_gpu_selection_sets_cuda_visible_devices(run, gpus, visible):
+    environ = seen(run("run", "--env", "dl", "--gpus", gpus, "--", "python", "-c", REPORT))["env"]
+    assert environ["CUDA_VISIBLE_DEVICES"] == visible
+
+
+def test_all_means_the_gpus_the_callers_allocation_shows(run):
+    """A scheduler that gave this job GPU 2 of 4 (CUDA_VISIBLE_DEVICES=2) keeps it to GPU 2."""
+    r = run("run", "--env", "dl", "--", "python", "-c", REPORT, gpus=(A100,) * 4, CUDA_VISIBLE_DEVICES="2")
+    assert seen(r)["env"]["CUDA_VISIBLE_DEVICES"] == "2"
+    hidden = run("run", "--env", "dl", "--gpus", "0", "--", "true", gpus=(A100,) * 4, CUDA_VISIBLE_DEVICES="2")
+    assert hidden.code == 2 and "GPU 0 is hidden by CUDA_VISIBLE_DEVICES='2'" in hidden.err
+
+
+def test_unknown_gpu_index_exits_2_naming_it_and_what_exists(run):
+    r = run("run", "--env", "dl", "--gpus", "0,5", "--", "python", "-c", "print('ran')")
+    assert r.code == 2 and "ran" not in r.out
+    assert "unknown GPU 5" in r.err and "0, 1" in r.err
+
+
+def test_gpu_index_on_a_host_without_nvml_exits_2(run):
+    r = run("run", "--env", "dl", "--gpus", "0", "--", "true", FAKE_NVML_INIT_ERROR="9")
+    assert r.code == 2 and "unknown GPU 0" in r.err
+
+
+def test_batch_that_does_not_split_over_the_gpus_exits_2_with_the_nearest_sizes(run):
+    r = run("run", "--env", "dl", "--batch-size", "30", "--", "python", "-c", "print('ran')", gpus=(A100,) * 4)
+    assert r.code == 2 and "ran" not in r.out
+    assert "global batch 30 is not a multiple of 4 GPUs (7.5 per GPU)" in r.err
+    assert "28 (7 per GPU)" in r.err and "32 (8 per GPU)" in r.err
+    assert "same per-GPU batch" in r.err
+
+
+def test_batch_that_splits_is_exported(run):
+    environ = seen(run("run", "--env", "dl", "--batch-size", "32", "--", "python", "-c", REPORT,
+                       gpus=(A100,) * 4))["env"]
+    assert environ["ENVCHECK_GLOBAL_BATCH"] == "32" and environ["ENVCHECK_PER_GPU_BATCH"] == "8"
+    assert environ["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+
+
+def test_batch_rule_counts_only_the_chosen_gpus(run):
+    two = run("run", "--env", "dl", "--gpus", "0,1", "--batch-size", "30", "--", "true", gpus=(A100,) * 4)
+    assert two.code == 0, two.err
+    cpu = seen(run("run", "--env", "dl", "--gpus", "none", "--batch-size", "31", "--", "python", "-c", REPORT))
+    assert cpu["env"]["ENVCHECK_PER_GPU_BATCH"] == "31"  # no GPU: the CPU is the one replica
+
+
+def test_no_gpu_host_runs_on_the_cpu_and_says_so(run):
+    r = run("run", "--env", "dl", "--batch-size", "30", "--", "python", "-c", REPORT, FAKE_NVML_INIT_ERROR="9")
+    assert "CUDA_VISIBLE_DEVICES" not in seen(r)["env"]
+    assert "no usable GPU" in r.err and "runs on the CPU" in r.err
+
+
+@pytest.mark.parametrize("code", [0, 7, 255])
+def test_exit_status_is_the_commands(run, code):
+    r = run("run", "--env", "dl", "--", "python", "-c", f"raise SystemExit({code})")
+    assert r.code == code
+
+
+def test_a_command_killed_by_a_signal_is_killed_as_envcheck_run(fake_nvml, home):
+    """envcheck becomes the command, so a shell sees 128+signal, as for the bare command."""
+    env = fake_nvml.env(gpus=(A100,), ENVCHECK_HOME=str(home))
+    script = f"{sys.executable} -m envcheck run --env dl -- python -c 'import os; os.kill(os.getpid(), 15)'; echo $?"
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.stdout.strip() == "143", proc.stderr
+
+
+def test_command_not_found_exits_127_with_one_line(run):
+    r = run("run", "--env", "dl", "--", "no-such-command-xyz", "--flag")
+    assert r.code == 127
+    assert r.err.strip().count("\n") == 0 and "no-such-command-xyz: command not found" in r.err
+
+
+def test_missing_command_exits_2(run):
+    assert run("run", "--env", "dl").code == 2
+    assert run("run", "--env", "dl", "--").code == 2
+
+
+def test_options_after_the_command_belong_to_the_command(run):
+    """`envcheck run python -c ...` without `--` passes -c to python, not to envcheck."""
+    got = seen(run("run", "--env", "dl", "python", "-c", REPORT))
+    assert got["env"]["VIRTUAL_ENV"].endswith("dl")
+
+
+def test_auto_picks_the_selected_env_and_unknown_env_exits_2(run, home):
+    r = run("run", "--", "python", "-c", REPORT)
+    assert Path(seen(r)["prefix"]) == home / "envs" / "dl"
+    assert "env dl selected" in r.err
+    unknown = run("run", "--env", "nope", "--", "true")
+    assert unknown.code == 2 and "no env named 'nope'" in unknown.err
+
+
+def test_auto_with_no_env_exits_1_with_the_selection_warning(fake_nvml, tmp_path):
+    empty = tmp_path / "empty-home"
+    empty.mkdir()
+    r = fake_nvml.cli(fake_nvml.env(gpus=(T4,), ENVCHECK_HOME=str(empty)), "run", "--", "true")
+    assert r.code == 1 and "envcheck env create dl --preset tensorflow-cpu" in r.err

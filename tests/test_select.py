@@ -1,0 +1,106 @@
+"""envcheck select: GPU envs this host can run, then CPU envs, else a warning that says what to create."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Result, clean_env
+from fake_nvml import A100
+
+
+def envcheck(env: dict, *args: str) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
+                          env=env, timeout=300)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def make_env(home: Path, wheelhouse: Path, name: str, requirement: str) -> None:
+    presets = home / "presets"
+    presets.mkdir(exist_ok=True)
+    (presets / f"{name}.toml").write_text(
+        f'title = "{name}"\ndescription = ""\nkind = "cpu"\nframework = "tensorflow"\n'
+        f'requires-python = ">=3.8"\npackages = ["{requirement}"]\n')
+    r = envcheck(clean_env(ENVCHECK_HOME=str(home)), "env", "create", name, "--preset", name,
+                 "--no-index", "--find-links", str(wheelhouse))
+    assert r.code == 0, r.err
+
+
+@pytest.fixture
+def envs(home, wheelhouse):
+    make_env(home, wheelhouse, "tfgpu", "tensorflow==2.21.0")
+    make_env(home, wheelhouse, "tfcpu", "tensorflow-cpu==2.21.0")
+    make_env(home, wheelhouse, "pt", "torch==2.13.0")
+    return home
+
+
+def ranking(result: Result) -> list[tuple[str, str]]:
+    return [(r["name"], r["tier"]) for r in result.json()["ranking"]]
+
+
+def test_gpu_host_ranks_gpu_env_first(envs, fake_nvml):
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(envs))
+    r = envcheck(env, "select", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["schema"] == "envcheck.selection/1"
+    assert ranking(r) == [("tfgpu", "gpu"), ("tfcpu", "cpu")]
+    assert all(item["reason"] for item in data["ranking"])
+    assert data["warning"] is None
+    assert {"name": "pt", "reason": "no tensorflow (tensorflow / tensorflow-cpu / tensorflow-gpu / tf-nightly)"} in data["excluded"]
+
+
+def test_no_nvml_puts_everything_in_cpu_tier(envs, fake_nvml, tmp_path):
+    env = fake_nvml.env([A100], lib_dir=tmp_path, ENVCHECK_HOME=str(envs))  # no libnvidia-ml there
+    r = envcheck(env, "select", "--json")
+    assert r.code == 0
+    assert ranking(r) == [("tfcpu", "cpu"), ("tfgpu", "cpu")]
+    gpu_env = next(x for x in r.json()["ranking"] if x["name"] == "tfgpu")
+    assert "no usable GPU" in gpu_env["reason"]
+
+
+def test_driver_too_old_for_the_gpu_build(envs, fake_nvml):
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="470.82.01", FAKE_NVML_CUDA="11040", ENVCHECK_HOME=str(envs))
+    r = envcheck(env, "select", "--json")
+    assert r.code == 0
+    assert ranking(r)[0] == ("tfcpu", "cpu") and ("tfgpu", "cpu") in ranking(r)
+    gpu_env = next(x for x in r.json()["ranking"] if x["name"] == "tfgpu")
+    assert "525.60.13" in gpu_env["reason"]
+
+
+def test_require_gpu_without_a_gpu_env(envs, fake_nvml):
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="470.82.01", FAKE_NVML_CUDA="11040", ENVCHECK_HOME=str(envs))
+    r = envcheck(env, "select", "--require-gpu", "--json")
+    assert r.code == 1
+    assert "GPU env is required" in r.json()["warning"]
+
+
+def test_torch_framework_and_requirements(envs, fake_nvml):
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(envs))
+    r = envcheck(env, "select", "--framework", "torch", "--json")
+    assert r.code == 0
+    (only,) = r.json()["ranking"]
+    assert only["name"] == "pt" and only["tier"] == "cpu" and "580" in only["reason"]  # torch 2.13 = CUDA 13
+    r = envcheck(env, "select", "--requires", "tensorflow-cpu>=2.21", "--json")
+    assert ranking(r) == [("tfcpu", "cpu")]
+    bad = envcheck(env, "select", "--requires", "tensorflow>>1")
+    assert bad.code == 2 and "tensorflow>>1" in bad.err
+
+
+def test_nothing_matching_warns_what_to_create(home, wheelhouse, fake_nvml):
+    make_env(home, wheelhouse, "pt", "torch==2.13.0")
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(home))
+    r = envcheck(env, "select")
+    assert r.code == 1
+    assert "envcheck env create dl --preset tensorflow-cpu" in r.err
+
+
+def test_ties_prefer_a_passed_validation_then_the_newest_framework(home, wheelhouse, fake_nvml, tmp_path):
+    make_env(home, wheelhouse, "a-old", "tensorflow==2.15.0")
+    make_env(home, wheelhouse, "b-new", "tensorflow==2.21.0")
+    env = fake_nvml.env([A100], lib_dir=tmp_path, ENVCHECK_HOME=str(home))  # no GPU: both cpu tier
+    assert [n for n, _ in ranking(envcheck(env, "select", "--json"))] == ["b-new", "a-old"]
+    assert envcheck(env, "validate", "a-old", "--no-smoke").code == 0
+    assert [n for n, _ in ranking(envcheck(env, "select", "--json"))] == ["a-old", "b-new"]
