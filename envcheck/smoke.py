@@ -1,0 +1,343 @@
+"""Run the smoke runner in an env's own interpreter, isolating crashes and hangs per device.
+
+envcheck never imports a framework itself: ``data/smoke_runner.py`` does the fit inside the
+env under test and answers in JSON, and reports its progress on stderr as it goes. This
+module decides how to run it:
+
+1. One runner process for all devices, so the framework is imported once.
+2. If that process crashes (a signal such as SIGABRT or SIGSEGV), hangs, or is killed for
+   memory, the devices it already reported keep their results, and every other device is
+   run again in a process of its own. A device that fails alone is marked with its cause
+   ("crashed with SIGABRT", "no result within 30 s (hang)", "out of memory"); the others
+   are still checked.
+3. If the framework never finished importing, every process would fail the same way, so
+   nothing is run again: all devices fail with that cause.
+
+Time limits are per phase of a process, not per process: starting Python and importing the
+framework gets ``import_timeout``; then each device gets ``timeout`` from the moment the
+runner starts it, and the multi-replica check twice that (it sets up a strategy and fits
+over all devices). An all-devices run therefore ends within import_timeout +
+timeout × (devices + 2), and a hang is caught ``timeout`` after the stuck device started.
+A process that runs past a limit is killed with its whole process group.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUNNER = Path(__file__).parent / "data" / "smoke_runner.py"
+MARK = "envcheck-smoke:"
+STDERR_LINES = 200
+POLL_S = 0.05
+OOM_PATTERNS = ("out of memory", "ResourceExhaustedError", "OOM when allocating",
+                "MemoryError", "std::bad_alloc")
+STRIPPED_VARS = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV",
+                 "PYTHONSTARTUP", "PYTHONINSPECT")
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    device: str
+    status: str  # "pass" | "fail"
+    ms_per_step: float | None = None
+    loss_first: float | None = None
+    loss_last: float | None = None
+    placed_on: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict) -> DeviceResult:
+        return cls(device=data["device"], status=data["status"],
+                   ms_per_step=data.get("ms_per_step"), loss_first=data.get("loss_first"),
+                   loss_last=data.get("loss_last"), placed_on=data.get("placed_on"),
+                   error=data.get("error"))
+
+
+@dataclass(frozen=True)
+class MultiReplica:
+    """Data-parallel check. ``scaling_efficiency`` = throughput_multi / (replicas ×
+    throughput_single), throughput in samples/s, single measured on one device at the
+    per-replica batch; it equals ms_single / ms_multi, 1.0 being perfect scaling."""
+
+    status: str  # "pass" | "fail" | "skip"
+    replicas: int | None = None
+    per_replica_batch: int | None = None
+    global_batch: int | None = None
+    scaling_efficiency: float | None = None
+    ms_per_step: float | None = None
+    detail: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict) -> MultiReplica:
+        return cls(status=data["status"], replicas=data.get("replicas"),
+                   per_replica_batch=data.get("per_replica_batch"),
+                   global_batch=data.get("global_batch"),
+                   scaling_efficiency=data.get("scaling_efficiency"),
+                   ms_per_step=data.get("ms_per_step"), detail=data.get("detail") or "")
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    build: dict
+    gpus_seen: int | None
+    devices: list[DeviceResult]
+    multi_replica: MultiReplica | None
+    error: str | None
+    stderr_tail: str
+    wall_s: float
+    runs: list[str] = field(default_factory=list)  # how each runner process ended
+
+    @property
+    def ok(self) -> bool:
+        return (self.error is None and bool(self.devices)
+                and all(d.status == "pass" for d in self.devices)
+                and (self.multi_replica is None or self.multi_replica.status != "fail"))
+
+
+@dataclass
+class _Run:
+    """One runner process: its JSON document (None if it gave none) and how it ended."""
+
+    document: dict | None
+    cause: str | None  # None: ended normally; else why there is no document
+    stderr: str
+    streamed: dict[str, dict]  # device -> result the runner reported before it ended
+    imported: bool
+    build: dict
+    gpus_seen: int | None
+    current: str | None  # what the runner was doing when it ended ("cpu:1", "multi-replica")
+
+
+def runner_env(python: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """A known environment for the runner: envcheck's own, stripped of what would make the
+    target interpreter load foreign code, with ``env`` laid over it."""
+    result = {k: v for k, v in os.environ.items() if k not in STRIPPED_VARS}
+    result.update(env or {})
+    for name in STRIPPED_VARS:
+        result.pop(name, None)
+    result["PYTHONNOUSERSITE"] = "1"
+    result["PYTHONUNBUFFERED"] = "1"
+    result.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    prefix = Path(python).parent.parent
+    if (prefix / "pyvenv.cfg").is_file():
+        result["VIRTUAL_ENV"] = str(prefix)
+        result["PATH"] = str(Path(python).parent) + os.pathsep + result.get("PATH", "")
+    return result
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _tail(text: str, lines: int = STDERR_LINES) -> str:
+    kept = [line for line in text.splitlines() if not line.startswith(MARK)]
+    return "\n".join(kept[-lines:])
+
+
+def _progress(stderr: str) -> tuple[dict[str, dict], dict | None, str | None]:
+    """What the runner reported before it ended: device results, its "imported" facts
+    (None if it never got that far), and what it was doing last."""
+    streamed: dict[str, dict] = {}
+    imported, current = None, None
+    for line in stderr.splitlines():
+        if not line.startswith(MARK):
+            continue
+        word, _, rest = line[len(MARK):].strip().partition(" ")
+        if word == "imported":
+            try:
+                imported = json.loads(rest)
+            except ValueError:
+                imported = {}
+        elif word == "start":
+            current = rest
+        elif word == "result":
+            try:
+                data = json.loads(rest)
+            except ValueError:
+                continue
+            streamed[data["device"]] = data
+            current = None
+    return streamed, imported, current
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _cause(returncode: int | None, stderr: str, limit: float) -> str:
+    """Why a runner process gave no result, in the words a report shows."""
+    if returncode is None:
+        return f"no result within {limit:g} s (hang)"
+    how = f"killed by {_signal_name(-returncode)}" if returncode < 0 else f"exit code {returncode}"
+    if any(pattern in stderr for pattern in OOM_PATTERNS):
+        return f"out of memory ({how})"
+    if returncode == -signal.SIGKILL:
+        return "out of memory (killed by SIGKILL, as the kernel's out-of-memory killer does)"
+    if returncode < 0:
+        return f"crashed with {_signal_name(-returncode)}"
+    return f"exited with {how} without a result"
+
+
+def _wait(proc: subprocess.Popen, err_path: Path, timeout: float,
+          import_timeout: float) -> tuple[int | None, float]:
+    """Wait for the runner, restarting the clock at each progress line it writes.
+
+    Returns its exit status, or None if a phase ran past its limit, and that limit."""
+    limit = import_timeout
+    deadline = time.monotonic() + limit
+    pending = b""
+    with open(err_path, "rb") as err:
+        while True:
+            returncode = proc.poll()
+            if returncode is not None:
+                return returncode, limit
+            *lines, pending = (pending + err.read()).split(b"\n")
+            for line in lines:
+                if line.startswith(MARK.encode()):
+                    limit = 2 * timeout if line.endswith(b"start multi-replica") else timeout
+                    deadline = time.monotonic() + limit
+            if time.monotonic() > deadline:
+                return None, limit
+            time.sleep(POLL_S)
+
+
+def _run_once(python: Path, job: dict, limits: tuple[float, float],
+              env: dict[str, str]) -> _Run:
+    with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as tmp:
+        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen([str(python), str(RUNNER), json.dumps(job)],
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    env=env, start_new_session=True)
+        try:
+            returncode, limit = _wait(proc, err_path, *limits)
+        finally:  # also on Ctrl-C; and helpers the runner left in its group go with it
+            _kill_group(proc)
+        stdout = out_path.read_text(encoding="utf-8", errors="replace")
+        stderr = err_path.read_text(encoding="utf-8", errors="replace")
+    streamed, imported, current = _progress(stderr)
+    document = None
+    if returncode is not None:
+        try:
+            document = json.loads(stdout)
+        except ValueError:
+            document = None
+    cause = None if isinstance(document, dict) else _cause(returncode, stderr, limit)
+    return _Run(document if cause is None else None, cause, stderr, streamed,
+                imported is not None, (imported or {}).get("build") or {},
+                (imported or {}).get("gpus_seen"), current)
+
+
+def _failed(device: str, cause: str) -> DeviceResult:
+    return DeviceResult(device=device, status="fail", error=cause)
+
+
+def _from_document(run: _Run, wall_s: float, runs: list[str]) -> SmokeResult:
+    doc = run.document or {}
+    multi = doc.get("multi_replica")
+    return SmokeResult(build=doc.get("build") or {}, gpus_seen=doc.get("gpus_seen"),
+                       devices=[DeviceResult.from_json(d) for d in doc.get("devices") or []],
+                       multi_replica=MultiReplica.from_json(multi) if multi else None,
+                       error=doc.get("error"), stderr_tail=_tail(run.stderr), wall_s=wall_s,
+                       runs=runs)
+
+
+def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeout: float,
+              logical_cpus: int = 0, multi_replica: bool,
+              replica_devices: list[str] | None = None, env: dict[str, str] | None = None,
+              import_timeout: float = 120.0, steps: int = 12, batch: int = 32,
+              seed: int = 0) -> SmokeResult:
+    """Smoke-test ``devices`` ("cpu:0", "gpu:1", ...) with the env interpreter ``python``.
+
+    ``timeout`` bounds one device's fit, ``import_timeout`` starting the interpreter and
+    importing the framework (see the module docstring). ``logical_cpus`` > 1 splits the CPU
+    into that many devices (TensorFlow, JAX); naming cpu:N implies at least N + 1. The
+    multi-replica check runs over ``replica_devices`` (default: all ``devices``) when
+    ``multi_replica`` and there are two or more. ``env`` is laid over envcheck's own
+    environment (e.g. ``{"CUDA_VISIBLE_DEVICES": "0"}``).
+
+    If the framework cannot be imported, ``error`` says why and ``devices`` is empty:
+    nothing ran. Otherwise there is one DeviceResult per device, in order.
+    """
+    started = time.perf_counter()
+    env_vars = runner_env(python, env)
+    job = {"backend": backend, "devices": list(devices), "logical_cpus": logical_cpus,
+           "steps": steps, "batch": batch, "seed": seed, "multi_replica": multi_replica,
+           "replica_devices": list(replica_devices) if replica_devices else None}
+    whole = _run_once(python, job, (timeout, import_timeout), env_vars)
+    runs = [f"all devices: {whole.cause or 'finished'}"]
+    if whole.cause is None:
+        return _from_document(whole, time.perf_counter() - started, runs)
+    if not whole.imported:
+        cause = f"{whole.cause} before the framework finished importing"
+        return SmokeResult(build={}, gpus_seen=None, devices=[], multi_replica=None,
+                           error=cause, stderr_tail=_tail(whole.stderr),
+                           wall_s=time.perf_counter() - started, runs=runs)
+    return _isolate(python, job, whole, (timeout, import_timeout), env_vars, started, runs)
+
+
+def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
+             env: dict[str, str], started: float, runs: list[str]) -> SmokeResult:
+    """Step 2 of the module docstring: rerun, each alone, the devices ``whole`` lost."""
+    results: dict[str, DeviceResult] = {}
+    build, gpus_seen = whole.build, whole.gpus_seen
+    tails = [f"[all devices: {whole.cause}]", _tail(whole.stderr)]
+    for device in job["devices"]:
+        if device in whole.streamed:
+            results[device] = DeviceResult.from_json(whole.streamed[device])
+            continue
+        alone = _run_once(python, dict(job, devices=[device], multi_replica=False), limits,
+                          env)
+        runs.append(f"{device} alone: {alone.cause or 'finished'}")
+        tails += [f"[{device} alone: {alone.cause or 'finished'}]", _tail(alone.stderr)]
+        doc = alone.document or {}
+        if doc.get("devices"):
+            results[device] = DeviceResult.from_json(doc["devices"][0])
+        else:
+            results[device] = _failed(device, alone.cause or doc.get("error") or "no result")
+    multi = _multi_after_isolation(python, job, whole, results, limits, env, runs, tails)
+    devices = [results[d] for d in job["devices"]]
+    error = None
+    if all(d.status == "pass" for d in devices) and whole.current != "multi-replica":
+        error = (f"the run of all devices together {whole.cause}"
+                 + (f" during {whole.current}" if whole.current else "")
+                 + "; each device passed alone")
+    return SmokeResult(build=build, gpus_seen=gpus_seen, devices=devices, multi_replica=multi,
+                       error=error, stderr_tail=_tail("\n".join(tails)),
+                       wall_s=time.perf_counter() - started, runs=runs)
+
+
+def _multi_after_isolation(python: Path, job: dict, whole: _Run,
+                           results: dict[str, DeviceResult], limits: tuple[float, float],
+                           env: dict[str, str], runs: list[str],
+                           tails: list[str]) -> MultiReplica | None:
+    replicas = job["replica_devices"] or job["devices"]
+    if not job["multi_replica"] or len(replicas) < 2:
+        return None
+    failed = [d for d in replicas if results[d].status != "pass"]
+    if failed:
+        return MultiReplica(status="skip", detail="not run: " + ", ".join(failed)
+                            + " failed on its own")
+    if whole.current == "multi-replica":
+        return MultiReplica(status="fail", detail=f"{whole.cause} during the multi-replica "
+                            "check; every device passed alone")
+    alone = _run_once(python, dict(job, per_device=False), limits, env)
+    runs.append(f"multi-replica alone: {alone.cause or 'finished'}")
+    tails += [f"[multi-replica alone: {alone.cause or 'finished'}]", _tail(alone.stderr)]
+    multi = (alone.document or {}).get("multi_replica")
+    if multi:
+        return MultiReplica.from_json(multi)
+    return MultiReplica(status="fail", detail=alone.cause or "no result")

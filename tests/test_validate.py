@@ -1,0 +1,125 @@
+"""envcheck validate: real TensorFlow on CPU, broken stand-in frameworks, compat before smoke."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Result, clean_env
+from wheelhouse import build_wheel
+
+STANDINS = {
+    "importerror": "raise ImportError('libcudart.so.11.0: cannot open shared object file: No such file or directory')\n",
+    "hang": "import time\ntime.sleep(10 ** 6)\n",
+    "abort": "import os\nos.abort()\n",
+}
+
+
+def envcheck(home: Path, *args: str, env: dict | None = None, timeout: float = 900) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
+                          env=env or clean_env(ENVCHECK_HOME=str(home)), timeout=timeout)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def standin_env(home: Path, tmp_path: Path, name: str, behaviour: str, dist: str = "tensorflow-cpu") -> None:
+    """An env whose `tensorflow` module is a stand-in that misbehaves on import."""
+    wheels = tmp_path / f"wheels-{name}"
+    build_wheel(wheels, dist, "2.21.0", files={"tensorflow/__init__.py": STANDINS[behaviour]})
+    preset = tmp_path / f"{name}.toml"
+    preset.write_text(f'title = "{behaviour}"\ndescription = ""\nkind = "cpu"\nframework = "tensorflow"\n'
+                      f'requires-python = ">=3.8"\npackages = ["{dist}==2.21.0"]\n')
+    r = envcheck(home, "env", "create", name, "--preset-file", str(preset), "--no-index", "--find-links", str(wheels))
+    assert r.code == 0, r.err
+
+
+def check(report: dict, check_id: str) -> dict:
+    return next(c for c in report["checks"] if c["id"] == check_id)
+
+
+def test_cpu_smoke_on_real_tensorflow(tf_home):
+    r = envcheck(tf_home, "validate", "tf", "--devices", "cpu", "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    assert report["schema"] == "envcheck.report/1" and report["verdict"] in ("ready", "degraded")
+    (cpu,) = report["devices"]
+    assert cpu["device"] == "cpu:0" and cpu["status"] == "pass"
+    assert cpu["ms_per_step"] > 0 and cpu["loss_last"] < cpu["loss_first"]
+    assert "CPU" in cpu["placed_on"].upper()
+    assert check(report, "smoke")["status"] == "pass"
+    assert check(report, "integrity")["status"] == "pass"
+    assert check(report, "compat")["status"] == "pass"
+    stored = json.loads((tf_home / "envs" / "tf" / "envcheck-report.json").read_text())
+    assert stored["verdict"] == report["verdict"] and stored["fingerprint"]["packages"]
+
+
+def test_two_logical_cpu_replicas(tf_home):
+    r = envcheck(tf_home, "validate", "tf", "--devices", "cpu:0,cpu:1", "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    multi = report["multi_replica"]
+    assert multi["status"] == "pass" and multi["replicas"] == 2
+    assert multi["global_batch"] == 2 * multi["per_replica_batch"]
+    assert multi["scaling_efficiency"] > 0
+    assert [d["device"] for d in report["devices"]] == ["cpu:0", "cpu:1"]
+    assert all(d["status"] == "pass" for d in report["devices"])
+    assert check(report, "multi-replica")["status"] == "pass"
+
+
+def test_human_report_shows_devices_and_verdict(tf_home):
+    r = envcheck(tf_home, "validate", "tf", "--devices", "cpu")
+    assert r.code == 0, r.err
+    assert "DEVICE" in r.out and "cpu:0" in r.out and "MS/STEP" in r.out
+    assert r.out.strip().splitlines()[-1].startswith("verdict: ")
+
+
+@pytest.mark.parametrize("behaviour, cause", [
+    ("importerror", "libcudart.so.11.0"),
+    ("hang", "hang"),
+    ("abort", "SIGABRT"),
+])
+def test_broken_framework_is_not_ready(home, tmp_path, behaviour, cause):
+    standin_env(home, tmp_path, "bad", behaviour)
+    started = time.monotonic()
+    r = envcheck(home, "validate", "bad", "--devices", "cpu", "--timeout", "5", "--json")
+    elapsed = time.monotonic() - started
+    assert r.code == 1, r.err
+    assert "Traceback" not in r.err
+    report = r.json()
+    assert report["verdict"] == "not-ready"
+    smoke = check(report, "smoke")
+    assert smoke["status"] == "fail" and cause in smoke["summary"] + smoke["detail"], smoke
+    assert elapsed < 60
+
+
+def test_gpu_env_on_old_driver_fails_compat_without_gpu_smoke(home, tmp_path, fake_nvml):
+    standin_env(home, tmp_path, "gpu", "importerror", dist="tensorflow")
+    env = fake_nvml.env(FAKE_NVML_DRIVER="470.82.01", FAKE_NVML_CUDA="11040", ENVCHECK_HOME=str(home))
+    r = envcheck(home, "validate", "gpu", "--json", "--timeout", "10", env=env)
+    assert r.code == 1, r.err
+    report = r.json()
+    compat = check(report, "compat")
+    assert compat["status"] == "fail" and "525.60.13" in compat["summary"] + compat["detail"] + (compat["fix"] or "")
+    gpu = next(d for d in report["devices"] if d["device"].startswith("gpu:"))
+    assert gpu["status"] == "skip" and "compat" in gpu["error"]
+
+
+def test_bad_device_list_is_usage_error(home, tmp_path):
+    standin_env(home, tmp_path, "x", "importerror")
+    for spec in ("tpu:0", "cpu0", ""):
+        r = envcheck(home, "validate", "x", "--devices", spec)
+        assert r.code == 2 and "device" in r.err and "Traceback" not in r.err
+    r = envcheck(home, "validate", "x", "--devices", "gpu:3")
+    assert r.code == 2 and "gpu:3" in r.err
+
+
+def test_no_smoke_is_quick_checks_only(home, tmp_path):
+    standin_env(home, tmp_path, "x", "importerror")
+    r = envcheck(home, "validate", "x", "--no-smoke", "--json")
+    report = r.json()
+    assert check(report, "smoke")["status"] == "skip" and report["devices"] == []
+    assert check(report, "integrity")["status"] == "pass"
+    assert r.code == 0 and report["verdict"] in ("ready", "degraded")
