@@ -293,6 +293,13 @@ class HostProfile:
     os: str = "linux"
     python: str | None = None
 
+    @classmethod
+    def from_host(cls, host: Any, python: str | None = None) -> "HostProfile":
+        """The profile of a probed host (``envcheck.probe.HostState``): its usable GPUs only."""
+        gpus = host.usable_gpus
+        return cls(host.driver_version if gpus else None,
+                   tuple(g.compute_capability for g in gpus if g.compute_capability), python=python)
+
 
 @dataclass(frozen=True)
 class Verdict:

@@ -27,7 +27,8 @@ def _marker_env(python_version: str | None) -> dict[str, str]:
     return env
 
 
-def _satisfied(req, packages: dict[str, str]) -> bool:
+def satisfied(req, packages: dict[str, str]) -> bool:
+    """Is ``req`` (a packaging Requirement) met by the {name: version} map?"""
     from packaging.version import InvalidVersion, Version
 
     have = packages.get(canonical_name(req.name))
@@ -48,7 +49,7 @@ def check_integrity(env: Path, requested: list[str], packages: dict[str, str],
     result = Integrity()
     for text in requested:
         req = Requirement(text)
-        if (req.marker is None or req.marker.evaluate(marker_env)) and not _satisfied(req, packages):
+        if (req.marker is None or req.marker.evaluate(marker_env)) and not satisfied(req, packages):
             result.unsatisfied.append(f"{text} (installed: {packages.get(canonical_name(req.name), 'none')})")
     for dist, version in packages.items():
         for line in requirements_of(env, dist):
@@ -58,7 +59,7 @@ def check_integrity(env: Path, requested: list[str], packages: dict[str, str],
                 continue
             if req.marker is not None and not req.marker.evaluate({**marker_env, "extra": ""}):
                 continue
-            if not _satisfied(req, packages):
+            if not satisfied(req, packages):
                 have = packages.get(canonical_name(req.name), "not installed")
                 result.broken.append(f"{dist} {version} requires {req}, has {have}")
     return result

@@ -21,11 +21,8 @@ degraded; presets ``auto`` skipped were not requested, so they don't count.
 """
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from packaging.version import Version
@@ -115,12 +112,13 @@ def _judge_gpu(preset, host) -> Planned:
         python = find_python(preset.requires_python, needed_by=f"preset {preset.name}")
     except UsageError as exc:
         return Planned(preset, exc.message, exc.fix)
-    ccs = [g.compute_capability for g in host.usable_gpus if g.compute_capability]
-    verdict = judge(build, HostProfile(host.driver_version, ccs, python=str(python.version)))
+    verdict = judge(build, HostProfile.from_host(host, python=str(python.version)))
     if verdict.verdict == "fail" or not verdict.uses_gpu:
         why = verdict.reasons[0] if verdict.reasons else "it would not use this host's GPUs"
         return Planned(preset, f"{build.label} can't train on this host's GPUs: {why}",
                        verdict.fixes[0] if verdict.fixes else None)
+    from .libraries import missing_libraries
+
     missing = missing_libraries(python.path, preset.libraries)
     if missing:
         return Planned(preset, f"system libraries missing: {', '.join(missing)}",
@@ -147,22 +145,6 @@ def preset_build(preset):
                 return framework_build(dist, f"{release}.0")
         return None
     return None
-
-
-def missing_libraries(python: Path, libraries: list[str]) -> list[str]:
-    """The shared libraries of ``libraries`` that ``python`` can't load (dlopen, as the framework will)."""
-    if not libraries:
-        return []
-    from .installers import clean_environ
-    from .validate import LIBRARY_PROBE
-
-    proc = subprocess.run([str(python), "-c", LIBRARY_PROBE, *libraries], capture_output=True, text=True,
-                          timeout=60, env=clean_environ())
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        return list(libraries)
-    return [name for name in libraries if result.get(name)]
 
 
 # -- 2. ensure --------------------------------------------------------------------------------

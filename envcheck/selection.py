@@ -61,20 +61,15 @@ def parse_requires(requires: tuple[str, ...] | list[str]):
 
 def _satisfies(packages: dict[str, str], framework: str, requirements) -> str | None:
     """None when the env qualifies, else why not."""
-    from packaging.version import InvalidVersion, Version
+    from .integrity import satisfied
 
     dists = FRAMEWORK_DISTS[framework]
     if not any(d in packages for d in dists):
         return f"no {framework} ({' / '.join(dists)})"
     for req in requirements:
         have = packages.get(canonical_name(req.name))
-        if have is None:
-            return f"no {req.name}"
-        try:
-            if not req.specifier.contains(Version(have), prereleases=True):
-                return f"{req.name} {have} does not satisfy {req}"
-        except InvalidVersion:
-            return f"{req.name} has an unreadable version {have!r}"
+        if not satisfied(req, packages):
+            return f"no {req.name}" if have is None else f"{req.name} {have} does not satisfy {req}"
     return None
 
 
@@ -101,9 +96,8 @@ def _tier(info, build, host, verdict_of_env, stored) -> tuple[str, str]:
     reason = host.no_gpu_reason()
     if reason:
         return "cpu", f"GPU build, but no usable GPU here: {reason[0]}"
-    ccs = [g.compute_capability for g in host.usable_gpus if g.compute_capability]
     python = info.manifest.get("python", {}).get("version")
-    verdict = judge(build, HostProfile(host.driver_version, ccs, python=python))
+    verdict = judge(build, HostProfile.from_host(host, python=python))
     if verdict.verdict == "fail":
         return "cpu", f"GPU build that can't use this host's GPUs: {verdict.reasons[0]}"
     if stored == "not-ready":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import time
@@ -128,9 +129,7 @@ def _compat(ctx: _Ctx) -> Check:
         return Check("compat", "fail", "no known deep-learning framework installed",
                      f"packages: {', '.join(ctx.info.packages) or 'none'}",
                      f"envcheck env add {ctx.info.name} tensorflow-cpu (or create it from a preset)")
-    ccs = [g.compute_capability for g in ctx.host.usable_gpus if g.compute_capability]
-    profile = HostProfile(driver_version=ctx.host.driver_version if ctx.host.usable_gpus else None,
-                          gpu_ccs=ccs, python=ctx.info.manifest.get("python", {}).get("version"))
+    profile = HostProfile.from_host(ctx.host, python=ctx.info.manifest.get("python", {}).get("version"))
     ctx.verdict = verdict = judge(build, profile)
     if build.gpu_capable and verdict.verdict != "fail" and verdict.uses_gpu:
         ctx.gpus_usable = len(ctx.host.usable_gpus)
@@ -170,41 +169,21 @@ def _interpreter_starts(python: Path) -> str | None:
     return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
 
 
-LIBRARY_PROBE = """
-import ctypes, json, os, sys
-out = {}
-for name in sys.argv[1:]:
-    try:
-        ctypes.CDLL(name)
-        out[name] = None
-    except OSError as exc:
-        out[name] = str(exc)
-print(json.dumps(out))
-"""
-
-
 def _libraries(ctx: _Ctx) -> Check:
+    from .libraries import load_errors
+
     libraries = ctx.info.preset.get("libraries") or []
     if not libraries:
         return Check("libraries", "skip", "no system libraries needed by this preset")
-    from .installers import clean_environ
-
-    env = clean_environ()
-    proc = subprocess.run([str(ctx.info.python), "-c", LIBRARY_PROBE, *libraries], capture_output=True,
-                          text=True, timeout=60, env=env)
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        return Check("libraries", "fail", "could not probe the system libraries", proc.stderr[-500:])
-    missing = [name for name, error in result.items() if error]
-    where = f"LD_LIBRARY_PATH={env.get('LD_LIBRARY_PATH', '')!r} and the ldconfig cache"
+    missing = [name for name, error in load_errors(ctx.info.python, libraries).items() if error]
+    where = f"LD_LIBRARY_PATH={os.environ.get('LD_LIBRARY_PATH', '')!r} and the ldconfig cache"
     if not missing:
         return Check("libraries", "pass", f"all {len(libraries)} CUDA/cuDNN libraries load", where)
-    cuda = ctx.info.preset.get("cuda")
     return Check("libraries", "fail", f"{len(missing)} of {len(libraries)} libraries missing: {', '.join(missing)}",
                  f"looked in {where}",
-                 f"install CUDA {cuda} and cuDNN {ctx.info.preset.get('cudnn')} and add their lib folders "
-                 "to LD_LIBRARY_PATH (or use the tensorflow-gpu-cuda12 preset, whose CUDA comes from pip)")
+                 f"install CUDA {ctx.info.preset.get('cuda')} and cuDNN {ctx.info.preset.get('cudnn')} and add "
+                 "their lib folders to LD_LIBRARY_PATH (or use the tensorflow-gpu-cuda12 preset, whose CUDA "
+                 "comes from pip)")
 
 
 def _plan_devices(ctx: _Ctx) -> None:

@@ -4,7 +4,7 @@ pynvml loads, and runs envcheck (or any Python) against it in a subprocess.
 pynvml keeps the loaded library in module globals, so each case runs in its own process with
 LD_LIBRARY_PATH pointing at the fake: exactly how envcheck meets a real driver.
 
-Test modules use it with ``from fake_nvml import FakeNvml, fake_nvml  # noqa: F401``.
+It is registered as a pytest plugin in conftest.py, so the ``fake_nvml`` fixture is everywhere.
 """
 from __future__ import annotations
 

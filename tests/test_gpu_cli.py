@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_nvml import A100, T4, FakeNvml, fake_nvml, real_nvml_loadable  # noqa: F401
+from fake_nvml import A100, T4, FakeNvml, real_nvml_loadable
 
 pytestmark = pytest.mark.timeout(120)
 

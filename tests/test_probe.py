@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.probe import Gpu, HostState, decode_cuda_version, mark_visible
-from fake_nvml import A100, T4, FakeNvml, fake_nvml, real_nvml_loadable  # noqa: F401
+from fake_nvml import A100, T4, FakeNvml, real_nvml_loadable
 
 pytestmark = pytest.mark.timeout(120)
 

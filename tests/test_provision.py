@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import clean_env
-from fake_nvml import A100, FakeNvml, fake_nvml  # noqa: F401
+from fake_nvml import A100, FakeNvml
 from wheelhouse import offline
 
 CPU = """title = "tensorflow-cpu stand-in"

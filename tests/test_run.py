@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Result, clean_env
-from fake_nvml import A100, T4, FakeNvml, fake_nvml  # noqa: F401
+from fake_nvml import A100, T4, FakeNvml
 from wheelhouse import offline
 
 CPU_STANDIN = """title = "tensorflow-cpu stand-in"
