@@ -140,7 +140,7 @@ def run_logged(cmd: list[str], log: Path, env: dict[str, str]) -> tuple[int, str
         fh.write(f"$ {shlex.join(cmd)}\n")
         fh.flush()
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
         try:
             code = proc.wait()
         except BaseException:
@@ -148,6 +148,18 @@ def run_logged(cmd: list[str], log: Path, env: dict[str, str]) -> tuple[int, str
             raise
     tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
     return code, "\n".join(tail)
+
+
+def _die_with_parent() -> None:
+    """In the child, on Linux: be killed when envcheck is, even by SIGKILL (which envcheck
+    can't catch to clean up), so no installer goes on writing into an abandoned env."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -177,8 +178,14 @@ def test_sigkilled_create_is_incomplete_then_recovered(cli, home, tiny, wheelhou
     url, requested = slow_links
     proc = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
     assert requested.wait(60)
+    installers = subprocess.run(["pgrep", "-f", "--", f"--find-links {url}"], capture_output=True, text=True).stdout.split()
+    assert installers, "the installer should be running"
     proc.kill()
     proc.wait()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in installers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in installers), "the installer outlived envcheck"
     (env,) = cli("env", "list", "--json").json()["envs"]
     assert env["name"] == "dl" and env["state"] == "incomplete"
     r = cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse))

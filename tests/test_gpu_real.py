@@ -109,3 +109,23 @@ def test_visibility_agrees_with_a_cuda_process() -> None:
                           env=env, timeout=240)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [last.name]
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_keras3_smoke_trains_on_the_gpu(backend):
+    """The smoke runner on a real GPU, with Keras 3 on PyTorch or JAX (what a GPU machine has)."""
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec(backend) is None:
+        pytest.skip(f"keras and {backend} are needed in this interpreter")
+    from pathlib import Path
+
+    from envcheck.smoke import run_smoke
+
+    result = run_smoke(Path(sys.executable), ["cpu:0", "gpu:0"], backend=backend, timeout=300,
+                       multi_replica=False)
+    assert result.error is None, result.stderr_tail
+    devices = {d.device: d for d in result.devices}
+    gpu = devices["gpu:0"]
+    assert gpu.status == "pass", gpu.error
+    assert gpu.ms_per_step > 0 and gpu.loss_last < gpu.loss_first
+    assert re.search(r"cuda|gpu", gpu.placed_on or "", re.IGNORECASE), gpu.placed_on
+    assert result.gpus_seen and result.gpus_seen >= 1
