@@ -48,7 +48,8 @@ def doctor(home, *, smoke: bool = True, timeout: float = 120.0) -> Diagnosis:
     from .probe import probe
     from .selection import select
     from .store import EnvStore
-    from .validate import store_report, validate
+    from .reports import store_report
+    from .validate import validate
 
     store = EnvStore(home)
     host = probe()

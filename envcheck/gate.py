@@ -93,8 +93,8 @@ def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 
           max_age: float = 86400.0, smoke: bool = False) -> GateResult:
     """Gate env ``name`` (None: the env `select` picks) on this host, from cache when valid."""
     from .probe import probe
+    from .reports import fingerprint, load_report, store_report
     from .store import EnvStore
-    from .validate import fingerprint, load_report, store_report, validate
 
     store = EnvStore(home)
     host = probe()
@@ -109,6 +109,8 @@ def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 
     stored = load_report(home, name)
     if _usable_cache(stored, fingerprint(info, host), max_age, smoke):
         return _judge(name, stored, True, require_gpu, min_gpus)
+    from .validate import validate
+
     report = validate(info, host, devices="all", smoke=smoke)
     if info.state != "broken":
         store_report(home, report)
@@ -141,7 +143,7 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0, max_age: str | fl
     still valid. Imports no framework.
     """
     from .probe import probe
-    from .validate import fingerprint, load_report, store_report, validate
+    from .reports import fingerprint, load_report, store_report
 
     seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
     home, info = _running_env()
@@ -150,6 +152,8 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0, max_age: str | fl
     if _usable_cache(stored, fingerprint(info, host), seconds, False):
         result = _judge(info.name, stored, True, require_gpu, min_gpus)
     else:
+        from .validate import validate
+
         report = validate(info, host, smoke=False)
         if home:
             store_report(home, report)

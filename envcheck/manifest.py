@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ def now() -> str:
 
 def write_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temp file in the same folder, fsync it, then ``os.replace``."""
+    import tempfile  # only writers pay for it; the gate's cache hit only reads
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

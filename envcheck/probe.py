@@ -31,6 +31,7 @@ importing this module costs nothing.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -40,7 +41,7 @@ NVML_STATUSES = ("ok", "no-library", "driver-not-loaded", "version-mismatch", "n
 GPU_STATUSES = ("ok", "lost", "reset-required", "no-permission", "blocked", "error")
 
 # nvmlReturn_t codes (nvml.h) this module names.
-NOT_SUPPORTED, NO_PERMISSION, NOT_FOUND, FUNCTION_NOT_FOUND = 3, 4, 6, 13
+NOT_SUPPORTED, NO_PERMISSION, NOT_FOUND, LIBRARY_NOT_FOUND, FUNCTION_NOT_FOUND = 3, 4, 6, 12, 13
 DMESG = "look for Xid errors in `sudo dmesg | grep -i xid`"
 
 # Failure of nvmlInit or of a system-wide query: code -> (nvml_status, message, fix).
@@ -189,6 +190,9 @@ def probe(environ: Mapping[str, str] | None = None) -> HostState:
     """Read driver, CUDA and GPU facts through NVML; see the module docstring."""
     env = os.environ if environ is None else environ
     cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+    if not _library_loads():
+        status, message, fix = explain_host_error(LIBRARY_NOT_FOUND, "NVML Shared Library Not Found")
+        return HostState(status, message, fix, cuda_visible_devices=cvd, cuda_device_order=order)
     import pynvml
 
     try:
@@ -202,6 +206,20 @@ def probe(environ: Mapping[str, str] | None = None) -> HostState:
     if state.ok:
         state.warnings += mark_visible(state.gpus, cvd) + order_warnings(state.gpus, order, cvd)
     return state
+
+
+def _library_loads() -> bool:
+    """Can the loader find NVML at all? pynvml loads the same soname on Linux; asking first
+    spares every CPU-only host the import of pynvml (the fast paths' largest import)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
 
 
 def _failed(exc: Any, cvd: str | None, order: str | None) -> HostState:

@@ -215,7 +215,8 @@ def _wait_unlocked(store, name: str, deadline: float) -> bool:
 
 def check(home, store, outcome: Outcome, host, *, smoke: bool, timeout: float) -> None:
     """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
-    from .validate import store_report, validate
+    from .reports import store_report
+    from .validate import validate
 
     info = store.get(outcome.name)
     report = validate(info, host, smoke=smoke, timeout=timeout)

@@ -113,7 +113,7 @@ def select(envs: list, host=None, *, framework: str = "tensorflow", requires=(),
 
     if framework not in FRAMEWORK_DISTS:
         raise UsageError(f"unknown framework {framework!r}", "use tensorflow, torch or jax")
-    requirements = parse_requires(requires)
+    requirements = parse_requires(requires) if requires else []
     if host is None:
         from .probe import probe
 
@@ -143,7 +143,7 @@ def select(envs: list, host=None, *, framework: str = "tensorflow", requires=(),
 def _stored_verdict(home, name: str) -> str | None:
     if home is None:
         return None
-    from .validate import load_report
+    from .reports import load_report
 
     report = load_report(home, name)
     return report.get("verdict") if report else None

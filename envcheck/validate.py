@@ -6,8 +6,6 @@ prints; the CLI renders the ``Report``.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import subprocess
@@ -18,8 +16,8 @@ from typing import Any
 
 from . import manifest as mf
 from .errors import UsageError
+from .reports import SCHEMA, fingerprint
 
-SCHEMA = "envcheck.report/1"
 STATUSES = ("pass", "warn", "fail", "skip")
 DEVICE_RE = re.compile(r"(cpu|gpu):(\d+)")
 
@@ -63,16 +61,6 @@ class Report:
 def verdict_of(checks: list[Check]) -> str:
     statuses = {c.status for c in checks}
     return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
-
-
-def fingerprint(info, host) -> dict[str, Any]:
-    """What a stored validation depends on: a change of any of it means validate again."""
-    from .probe import host_fingerprint
-
-    packages = json.dumps(info.packages, sort_keys=True).encode()
-    return {"packages": hashlib.sha256(packages).hexdigest(),
-            "python": info.manifest.get("python", {}).get("version"),
-            **host_fingerprint(host)}
 
 
 def parse_devices(spec: str) -> list[str] | str:
@@ -326,19 +314,3 @@ def validate(info, host, *, devices: str = "all", smoke: bool = True, timeout: f
                   speedup=speedup, build=result.build if result else {},
                   host=host.to_json(), fingerprint=fingerprint(info, host), created=mf.now(),
                   wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable)
-
-
-def store_report(home, report: Report) -> Path:
-    path = home.report(report.env)
-    mf.write_atomic(path, report.to_json())
-    return path
-
-
-def load_report(home, name: str) -> dict[str, Any] | None:
-    """The stored report, or None when absent or unreadable (tolerant, like the manifest)."""
-    try:
-        with open(home.report(name), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None

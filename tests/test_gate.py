@@ -90,3 +90,16 @@ def test_ensure_ready_in_a_validated_env_answers_from_its_report(tf_home, tf_pyt
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out == {"verdict": out["verdict"], "tf": False} and out["verdict"] in ("ready", "degraded")
+
+
+def test_fast_path_agrees_with_click_and_skips_it(gated):
+    fast = envcheck(gated, "check", "--env", "tf", "--json")
+    slow = envcheck(gated, "check", "--env=tf", "--json")  # a spelling only click parses
+    keys = ("env", "ready", "cached", "reason", "fix", "gpus_usable", "verdict")
+    assert fast.code == slow.code == 0
+    assert {k: fast.json()[k] for k in keys} == {k: slow.json()[k] for k in keys}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "envcheck", "check", "--env", "tf"],
+                          capture_output=True, text=True, env=gated, timeout=120)
+    assert proc.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "click" not in imported and not imported & {"tensorflow", "torch", "jax"}

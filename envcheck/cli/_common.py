@@ -1,19 +1,11 @@
 """Helpers shared by the CLI modules: JSON output, the index options, the context."""
 from __future__ import annotations
 
-import json
-import sys
-from typing import Any
-
 import click
 
+from .output import emit_json  # noqa: F401 (shared by the command modules)
+
 pass_ctx = click.make_pass_decorator(object)
-
-
-def emit_json(data: Any) -> None:
-    """Write one JSON document to stdout (dataclasses must be converted by the caller)."""
-    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
 
 
 def index_options(func):

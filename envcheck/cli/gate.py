@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import emit_json, pass_ctx
+from ._common import pass_ctx
+from .output import render_gate
 
 
 @click.command()
@@ -22,13 +23,6 @@ def check(ctx, env_name, require_gpu, min_gpus, max_age, smoke, as_json):
     seconds = parse_age(max_age)
     result = gate(ctx.home, None if env_name == "auto" else env_name, require_gpu=require_gpu,
                   min_gpus=min_gpus, max_age=seconds, smoke=smoke)
-    if as_json:
-        emit_json(result.to_json())
-    else:
-        source = f"stored validation, {result.age_s:.0f} s old" if result.cached else "checked now"
-        state = "ready" if result.ready else "NOT READY"
-        click.echo(f"{state}: env {result.env}: {result.reason} ({source})")
-        if result.fix:
-            click.echo(f"fix: {result.fix}")
+    render_gate(result, as_json)
     if not result.ready:
         raise click.exceptions.Exit(1)

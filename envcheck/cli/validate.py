@@ -76,7 +76,8 @@ def validate(ctx, names, all_, devices, no_smoke, timeout, strict, as_json):
     With no NAME, the env `envcheck select` would choose.
     """
     from ..probe import probe
-    from ..validate import parse_devices, store_report, validate as run_validate
+    from ..reports import store_report
+    from ..validate import parse_devices, validate as run_validate
 
     parse_devices(devices)  # bad input fails before any work
     targets = _targets(ctx, names, all_)

@@ -1,0 +1,60 @@
+"""The click command tree: a lazy group, so each command imports only what it uses."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import click
+
+# name -> "module:attribute" (module relative to envcheck.cli)
+COMMANDS = {
+    "presets": "presets:presets",
+    "env": "env:env",
+    "gpu": "gpu:gpu",
+    "compat": "compat:compat",
+    "diagnose": "diagnose:diagnose",
+    "validate": "validate:validate",
+    "select": "select:select",
+    "check": "gate:check",
+    "run": "launch:run",
+    "provision": "provision:provision",
+    "doctor": "doctor:doctor",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(name for name in COMMANDS if self._module_exists(name))
+
+    @staticmethod
+    def _module_exists(name: str) -> bool:
+        module = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(f"{__package__}.{module}") is not None
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None or not self._module_exists(name):
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+
+
+class Context:
+    """What every command gets: the env home and verbosity."""
+
+    def __init__(self, home: str | None, verbose: bool):
+        from ..paths import Home
+
+        self.home = Home(home)
+        self.verbose = verbose
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), envvar="ENVCHECK_HOME",
+              help="env home (default: $ENVCHECK_HOME, else the platform's user data dir)")
+@click.option("-v", "--verbose", is_flag=True, help="show tracebacks and installer output")
+@click.version_option(package_name="envcheck")
+@click.pass_context
+def main(ctx: click.Context, home: str | None, verbose: bool) -> None:
+    """Manage deep-learning envs and prove this machine can train on its GPUs."""
+    ctx.obj = Context(home, verbose)
