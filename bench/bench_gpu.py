@@ -13,12 +13,12 @@ import argparse
 import compileall
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _common import interleaved, table, wall_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SOURCE = ROOT / "tests" / "fakenvml" / "fake_nvml.c"
@@ -29,36 +29,6 @@ def build_fake_nvml(folder: Path) -> Path:
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-soname,libnvidia-ml.so.1", "-o",
                     str(folder / "libnvidia-ml.so.1"), str(FAKE_SOURCE)], check=True)
     return folder
-
-
-def wall_ms(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=True)
-    return (time.perf_counter() - start) * 1000
-
-
-def measure(commands: dict[str, tuple[list[str], dict[str, str]]], runs: int
-            ) -> dict[str, list[float]]:
-    """One warm-up each, then `runs` rounds, each round running every command once."""
-    for cmd, env in commands.values():
-        wall_ms(cmd, env)
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, (cmd, env) in commands.items():
-            times[name].append(wall_ms(cmd, env))
-    return times
-
-
-def table(times: dict[str, list[float]], reference: str) -> str:
-    base = statistics.median(times[reference])
-    lines = ["| command | runs | median ms | min ms | × envcheck gpu |",
-             "|---|---:|---:|---:|---:|"]
-    for name, values in times.items():
-        median = statistics.median(values)
-        lines.append(f"| `{name}` | {len(values)} | {median:.0f} | {min(values):.0f} | "
-                     f"{median / base:.1f} |")
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -79,10 +49,11 @@ def main() -> None:
             "tf.config.list_physical_devices('GPU')": ([args.tf_python, "-c", TF_CODE],
                                                        base_env),
         }
-        times = measure(commands, args.runs)
+        times = interleaved({name: (lambda cmd=cmd, env=env: wall_ms(cmd, env))
+                             for name, (cmd, env) in commands.items()}, args.runs)
     print(f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{args.runs} runs each, alternating\n")
-    print(table(times, "envcheck gpu --json"))
+    print(table({f"`{n}`": v for n, v in times.items()}, "`envcheck gpu --json`", "× envcheck gpu"))
 
 
 if __name__ == "__main__":
