@@ -260,3 +260,20 @@ def test_remove_needs_confirmation_when_not_interactive(cli, home, tiny, wheelho
     r = cli("env", "remove", "dl")
     assert r.code == 2 and "--yes" in r.err
     assert (home / "envs" / "dl").exists()
+
+
+def test_create_finds_a_python_the_preset_allows(cli, home, wheelhouse):
+    """requires-python excluding the running interpreter: envcheck finds one that fits."""
+    from envcheck.pythons import list_pythons
+
+    if not any(str(p.version).startswith("3.10.") for p in list_pythons()):
+        pytest.skip("no Python 3.10 on this machine")
+    (home / "presets").mkdir()
+    (home / "presets" / "old.toml").write_text(TINY.replace('">=3.8"', '">=3.8,<3.11"'))
+    r = cli("env", "create", "old", "--preset", "old", *offline(wheelhouse))
+    assert r.code == 0, r.err
+    env = cli("env", "show", "old", "--json").json()["env"]
+    assert env["python_version"].startswith("3.10.") and env["packages"]["alpha"] == "1.0"
+    version = subprocess.run([str(home / "envs" / "old" / "bin" / "python"), "-c",
+                              "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    assert version.stdout.strip() == "(3, 10)"
