@@ -21,7 +21,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def slow_links(wheelhouse: Path):
-    """(url, requested event): the URL serves the wheelhouse only once the test ends."""
+    """(url, requested, release): the wheelhouse over HTTP; a request marks ``requested`` and
+    is answered once ``release`` is set (at the latest when the test ends)."""
     handler = functools.partial(_Handler, directory=str(wheelhouse))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
@@ -29,6 +30,6 @@ def slow_links(wheelhouse: Path):
     server.release = threading.Event()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/", server.requested
+    yield f"http://127.0.0.1:{server.server_port}/", server.requested, server.release
     server.release.set()
     server.shutdown()

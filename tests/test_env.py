@@ -163,7 +163,7 @@ def test_existing_env_is_not_replaced(cli, home, tiny, wheelhouse):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_create_leaves_nothing(home, tiny, slow_links, sig):
-    url, requested = slow_links
+    url, requested, _ = slow_links
     proc = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
     assert requested.wait(60), "the installer never reached the index"
     assert (home / "envs" / "dl" / "envcheck.json").exists()
@@ -175,7 +175,7 @@ def test_interrupted_create_leaves_nothing(home, tiny, slow_links, sig):
 
 
 def test_sigkilled_create_is_incomplete_then_recovered(cli, home, tiny, wheelhouse, slow_links):
-    url, requested = slow_links
+    url, requested, _ = slow_links
     proc = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
     assert requested.wait(60)
     installers = subprocess.run(["pgrep", "-f", "--", f"--find-links {url}"], capture_output=True, text=True).stdout.split()
@@ -194,7 +194,7 @@ def test_sigkilled_create_is_incomplete_then_recovered(cli, home, tiny, wheelhou
 
 
 def test_concurrent_create_one_wins(cli, home, tiny, slow_links):
-    url, requested = slow_links
+    url, requested, _ = slow_links
     first = start(home, "env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
     assert requested.wait(60)
     second = cli("env", "create", "dl", "--preset", tiny, "--no-index", "--find-links", url)
@@ -207,7 +207,7 @@ def test_concurrent_create_one_wins(cli, home, tiny, slow_links):
 def test_interrupted_add_restores_env(cli, home, tiny, wheelhouse, slow_links):
     assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
     before = tree_digest(home / "envs" / "dl")
-    url, requested = slow_links
+    url, requested, _ = slow_links
     proc = start(home, "env", "add", "dl", "beta", "--no-index", "--find-links", url)
     assert requested.wait(60)
     proc.send_signal(signal.SIGTERM)

@@ -6,12 +6,9 @@ here validates with --no-smoke (compat, integrity and libraries still run for re
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -139,31 +136,8 @@ def test_nothing_asked_exits_2(cli):
     assert r.code == 2 and "--auto" in r.err
 
 
-class _GatedHandler(http.server.SimpleHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        self.server.requested.set()
-        self.server.gate.wait(60)
-        super().do_GET()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def gated_links(wheelhouse: Path):
-    """(url, requested, gate): the wheelhouse over HTTP, answering once ``gate`` is set."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(_GatedHandler, directory=str(wheelhouse)))
-    server.daemon_threads = True
-    server.requested, server.gate = threading.Event(), threading.Event()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/", server.requested, server.gate
-    server.gate.set()
-    server.shutdown()
-
-
-def test_two_concurrent_provisions_both_end_ready_with_one_env(home, cpu_preset, gated_links):
-    url, requested, gate = gated_links
+def test_two_concurrent_provisions_both_end_ready_with_one_env(home, cpu_preset, slow_links):
+    url, requested, gate = slow_links
     args = [sys.executable, "-m", "envcheck", "provision", "--preset", cpu_preset, "--no-smoke",
             "--no-index", "--find-links", url, "--wait", "60"]
     env = clean_env(ENVCHECK_HOME=str(home))
