@@ -157,3 +157,10 @@ def test_cli_binary_bytes_are_tolerated(cli, tmp_path: Path):
 def test_cli_unreadable_file_exits_2(cli, tmp_path: Path, target):
     result = cli("diagnose", str(tmp_path / target))
     assert result.code == 2 and "cannot read" in result.err
+
+
+def test_missing_cuda_runtime_as_an_import_error_is_entry_1_not_14():
+    found = diagnose("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory")
+    assert [f.number for f in found] == [1]
+    found = diagnose("ImportError: libcuda.so.1: cannot open shared object file: No such file or directory")
+    assert [f.number for f in found] == [14]

@@ -93,6 +93,8 @@ def test_broken_framework_is_not_ready(home, tmp_path, behaviour, cause):
     smoke = check(report, "smoke")
     assert smoke["status"] == "fail" and cause in smoke["summary"] + smoke["detail"], smoke
     assert elapsed < 60
+    if behaviour == "importerror":  # the catalogue's cause and fix become the check's
+        assert "LD_LIBRARY_PATH" in smoke["fix"] and "loader path" in smoke["detail"]
 
 
 def test_gpu_env_on_old_driver_fails_compat_without_gpu_smoke(home, tmp_path, fake_nvml):
