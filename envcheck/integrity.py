@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .metadata import canonical_name, requirements_of
+from .metadata import canonical_name, requirements
 
 
 @dataclass
@@ -51,8 +51,9 @@ def check_integrity(env: Path, requested: list[str], packages: dict[str, str],
         req = Requirement(text)
         if (req.marker is None or req.marker.evaluate(marker_env)) and not satisfied(req, packages):
             result.unsatisfied.append(f"{text} (installed: {packages.get(canonical_name(req.name), 'none')})")
+    requires = requirements(env)
     for dist, version in packages.items():
-        for line in requirements_of(env, dist):
+        for line in requires.get(dist, []):
             try:
                 req = Requirement(line)
             except InvalidRequirement:

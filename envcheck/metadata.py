@@ -74,20 +74,22 @@ def installed_packages(env: Path) -> dict[str, str]:
     return dict(sorted(packages.items()))
 
 
-def requirements_of(env: Path, name: str) -> list[str]:
-    """The ``Requires-Dist`` lines of one installed distribution (for dependency checks)."""
-    wanted = canonical_name(name)
+def requirements(env: Path) -> dict[str, list[str]]:
+    """{canonical name: its ``Requires-Dist`` lines} of every distribution, in one pass."""
+    found: dict[str, list[str]] = {}
     for sp in site_packages(env):
         for entry in os.scandir(sp):
-            if entry.name.endswith(".dist-info"):
-                stem = entry.name[: -len(".dist-info")]
-                if canonical_name(stem.rpartition("-")[0]) == wanted:
-                    reqs = []
-                    with open(Path(entry.path) / "METADATA", encoding="utf-8", errors="replace") as fh:
-                        for line in fh:
-                            if not line.strip():
-                                break
-                            if line.startswith("Requires-Dist:"):
-                                reqs.append(line[len("Requires-Dist:"):].strip())
-                    return reqs
-    return []
+            if not entry.name.endswith(".dist-info"):
+                continue
+            name, reqs = entry.name[: -len(".dist-info")].rpartition("-")[0], []
+            try:
+                with open(Path(entry.path) / "METADATA", encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        if not line.strip():
+                            break
+                        if line.startswith("Requires-Dist:"):
+                            reqs.append(line[len("Requires-Dist:"):].strip())
+            except OSError:
+                continue
+            found[canonical_name(name)] = reqs
+    return found

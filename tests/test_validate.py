@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -125,3 +126,19 @@ def test_no_smoke_is_quick_checks_only(home, tmp_path):
     assert check(report, "smoke")["status"] == "skip" and report["devices"] == []
     assert check(report, "integrity")["status"] == "pass"
     assert r.code == 0 and report["verdict"] in ("ready", "degraded")
+
+
+def test_integrity_names_a_dependency_removed_behind_the_envs_back(home, wheelhouse):
+    presets = home / "presets"
+    presets.mkdir()
+    (presets / "dep.toml").write_text('title = "dep"\ndescription = ""\nkind = "cpu"\nframework = "tensorflow"\n'
+                                      'requires-python = ">=3.8"\npackages = ["tensorflow-cpu==2.21.0", "beta"]\n')
+    r = envcheck(home, "env", "create", "dep", "--preset", "dep", "--no-index", "--find-links", str(wheelhouse))
+    assert r.code == 0, r.err
+    site = next((home / "envs" / "dep" / "lib").glob("python3*/site-packages"))
+    for path in [*site.glob("alpha-*.dist-info"), site / "alpha"]:
+        shutil.rmtree(path)
+    r = envcheck(home, "validate", "dep", "--no-smoke", "--json")
+    assert r.code == 1
+    integrity = check(r.json(), "integrity")
+    assert integrity["status"] == "fail" and "beta 1.0 requires alpha>=1.0, has not installed" in integrity["detail"]
