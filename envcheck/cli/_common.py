@@ -1,9 +1,7 @@
-"""Helpers shared by the CLI modules: JSON output, the index options, the context."""
+"""Helpers shared by the click command modules: the context decorator and the index options."""
 from __future__ import annotations
 
 import click
-
-from .output import emit_json  # noqa: F401 (shared by the command modules)
 
 pass_ctx = click.make_pass_decorator(object)
 

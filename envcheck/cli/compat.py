@@ -15,7 +15,8 @@ import click
 from ..compat import (DISTRIBUTIONS, OPERATING_SYSTEMS, Build, HostProfile, Verdict,
                       build_from_packages, framework_build, judge, min_driver)
 from ..errors import UsageError
-from ._common import emit_json, pass_ctx
+from ._common import pass_ctx
+from .output import emit_json
 
 SCHEMA = "envcheck.compat/1"
 

@@ -11,7 +11,7 @@ import click
 
 from ..diagnose import Finding, diagnose as find_causes
 from ..errors import UsageError
-from ._common import emit_json
+from .output import emit_json
 
 SCHEMA = "envcheck.diagnosis/1"
 

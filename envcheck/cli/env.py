@@ -6,7 +6,8 @@ import sys
 import click
 
 from ..errors import UsageError
-from ._common import emit_json, index_options, pass_ctx
+from ._common import index_options, pass_ctx
+from .output import emit_json
 
 ENVS_SCHEMA = "envcheck.envs/1"
 ENV_SCHEMA = "envcheck.env/1"

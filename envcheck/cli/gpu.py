@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from ..probe import Gpu, HostState, probe
-from ._common import emit_json
+from .output import emit_json
 
 NA = "N/A"
 

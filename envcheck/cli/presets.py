@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from ..presets import Preset, available_presets, resolve_preset, specifier_text
-from ._common import emit_json, pass_ctx
+from ._common import pass_ctx
+from .output import emit_json
 
 LIST_SCHEMA = "envcheck.presets/1"
 SHOW_SCHEMA = "envcheck.preset/1"

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import emit_json, index_options, pass_ctx
+from ._common import index_options, pass_ctx
+from .output import emit_json
 
 
 def render(result) -> None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import emit_json, pass_ctx
+from ._common import pass_ctx
+from .output import emit_json
 
 
 @click.command()

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
-from ._common import emit_json, pass_ctx
+from ._common import pass_ctx
+from .output import emit_json
 
 STATUS_MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL", "skip": "-"}
 
