@@ -1,6 +1,8 @@
 """What the benchmarks share: the console script, one timed run, interleaved rounds, a table."""
 from __future__ import annotations
 
+import os
+import platform
 import resource
 import statistics
 import subprocess
@@ -8,6 +10,12 @@ import sys
 import time
 from pathlib import Path
 from typing import Callable
+
+
+def machine(**extra) -> dict:
+    """What the results were measured on, for the JSON beside each table."""
+    return {"node": platform.node(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "loadavg": os.getloadavg()[0], **extra}
 
 
 def envcheck_cmd() -> list[str]:

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import envcheck_cmd, interleaved, table, wall_ms
+from _common import envcheck_cmd, interleaved, machine, table, wall_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -104,9 +104,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "schema": "envcheck.bench.check/1",
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(), "loadavg_start": load_before,
-                    "loadavg_end": os.getloadavg()[0]},
+        "machine": machine(loadavg_start=load_before),
         "home": args.home, "env": args.env, "runs": args.runs,
         "answers": answers,
         "commands": {name: cmd for name, cmd in commands.items()},

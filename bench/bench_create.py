@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -33,6 +32,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _common import machine
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -218,7 +219,7 @@ class Bench:
             "preset": PRESET,
             "requirements": self.reqs,
             "python": self.python,
-            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+            "machine": machine(),
             "uv": subprocess.run([self.uv, "--version"], capture_output=True, text=True).stdout.strip(),
             "pip_in_venv": "bundled by ensurepip of " + self.python,
             "repeat": self.args.repeat,

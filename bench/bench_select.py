@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import envcheck_cmd, interleaved, table, wall_ms
+from _common import envcheck_cmd, interleaved, machine, table, wall_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -171,8 +171,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "schema": "envcheck.bench.select/1",
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
+        "machine": machine(),
         "envs": {k: len(v) for k, v in names.items()}, "validated": len(validated),
         "build_s": round(build_s, 2), "runs": args.runs, "selection": summary,
         "admin_code": ADMIN_CODE,

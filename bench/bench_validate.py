@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import envcheck_cmd
+from _common import envcheck_cmd, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -177,8 +177,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "schema": "envcheck.bench.validate/1",
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
+        "machine": machine(),
         "home": args.home, "env": args.env, "runs": args.runs,
         "commands": {v_name: validate, b_name: bare, n_name: bare_noexit},
         "seconds": {n: [round(v, 3) for v in values] for n, values in times.items()},
