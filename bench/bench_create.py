@@ -58,7 +58,7 @@ def envcheck_cmd() -> list[str]:
 
 def uv_bin() -> str:
     sys.path.insert(0, str(REPO))
-    from envcheck.installers import UvInstaller
+    from envcheck.envs.installers import UvInstaller
 
     found = UvInstaller.binary()
     if not found:
@@ -69,7 +69,7 @@ def uv_bin() -> str:
 def preset_requirements() -> list[str]:
     sys.path.insert(0, str(REPO))
     from envcheck.paths import Home
-    from envcheck.presets import resolve_preset
+    from envcheck.envs.presets import resolve_preset
 
     with tempfile.TemporaryDirectory(prefix="envcheck-bench-home-") as empty:  # no user presets
         return list(resolve_preset(Home(empty), PRESET).packages)
@@ -78,7 +78,7 @@ def preset_requirements() -> list[str]:
 def index_args() -> tuple[list[str], bool]:
     """The index options envcheck derives from the user's pip configuration (same code path)."""
     sys.path.insert(0, str(REPO))
-    from envcheck.installers import settings_from_pip_config
+    from envcheck.envs.installers import settings_from_pip_config
 
     settings = settings_from_pip_config()
     return settings.args(), bool(settings.extra_index_urls and not settings.no_index)
@@ -87,9 +87,9 @@ def index_args() -> tuple[list[str], bool]:
 def interpreter() -> str:
     """The interpreter envcheck picks for the preset (recorded in its manifest)."""
     sys.path.insert(0, str(REPO))
-    from envcheck.presets import resolve_preset
+    from envcheck.envs.presets import resolve_preset
     from envcheck.paths import Home
-    from envcheck.pythons import find_python
+    from envcheck.envs.pythons import find_python
 
     with tempfile.TemporaryDirectory(prefix="envcheck-bench-home-") as empty:
         preset = resolve_preset(Home(empty), PRESET)

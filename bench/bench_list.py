@@ -57,7 +57,7 @@ def envcheck_cmd() -> list[str]:
 
 def uv_bin() -> str:
     sys.path.insert(0, str(REPO))
-    from envcheck.installers import UvInstaller
+    from envcheck.envs.installers import UvInstaller
 
     return UvInstaller.binary() or sys.exit("uv is not available")
 
@@ -134,7 +134,7 @@ def bench_home(home: Path, args, env: dict[str, str], uv: str) -> dict:
 
     # In one process: the store's own work, without interpreter start-up and imports.
     code = ("import sys, time, statistics; sys.path.insert(0, %r)\n"
-            "from envcheck.paths import Home; from envcheck.store import EnvStore\n"
+            "from envcheck.paths import Home; from envcheck.envs.store import EnvStore\n"
             "s = EnvStore(Home(%r)); s.list(); r = []\n"
             "for _ in range(%d):\n t = time.perf_counter(); x = [e.to_json() for e in s.list()]; "
             "r.append(time.perf_counter() - t)\n"

@@ -8,7 +8,7 @@ __all__ = ["__version__", "ensure_ready", "NotReady"]
 def __getattr__(name: str):
     # The gate is imported only when asked for, so `import envcheck` stays cheap.
     if name in ("ensure_ready", "NotReady"):
-        from . import gate
+        from .usecases import gate
 
         return getattr(gate, name)
     raise AttributeError(name)

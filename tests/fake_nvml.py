@@ -28,7 +28,7 @@ HOST_VARS = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 PROBE_SCRIPT = """
 import json
-from envcheck.probe import host_fingerprint, probe
+from envcheck.host.probe import host_fingerprint, probe
 state = probe()
 print(json.dumps({"host": state.to_json(), "usable": [g.index for g in state.usable_gpus],
                   "visible": [g.index for g in state.visible_gpus],
@@ -74,7 +74,7 @@ class FakeNvml:
         return env
 
     def probe(self, env: Mapping[str, str]) -> dict:
-        """Run envcheck.probe.probe() in a fresh process; its JSON-able results."""
+        """Run envcheck.host.probe.probe() in a fresh process; its JSON-able results."""
         proc = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True,
                               text=True, env=dict(env), timeout=60)
         assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.compat import (Build, HostProfile, build_from_packages, cuda_cc_range, facts,
+from envcheck.host.compat import (Build, HostProfile, build_from_packages, cuda_cc_range, facts,
                              framework_build, judge, known_releases, min_driver)
 from envcheck.errors import UsageError
 

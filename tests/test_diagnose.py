@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.diagnose import catalogue, diagnose
+from envcheck.validation.diagnose import catalogue, diagnose
 
 # (entry id, the message exactly as reference/diagnosis-catalogue.md quotes it)
 MESSAGES = [

@@ -264,7 +264,7 @@ def test_remove_needs_confirmation_when_not_interactive(cli, home, tiny, wheelho
 
 def test_create_finds_a_python_the_preset_allows(cli, home, wheelhouse):
     """requires-python excluding the running interpreter: envcheck finds one that fits."""
-    from envcheck.pythons import list_pythons
+    from envcheck.envs.pythons import list_pythons
 
     if not any(str(p.version).startswith("3.10.") for p in list_pythons()):
         pytest.skip("no Python 3.10 on this machine")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from envcheck.probe import probe
+from envcheck.host.probe import probe
 
 COUNT_SCRIPT = """
 import pynvml
@@ -118,7 +118,7 @@ def test_keras3_smoke_trains_on_the_gpu(backend):
         pytest.skip(f"keras and {backend} are needed in this interpreter")
     from pathlib import Path
 
-    from envcheck.smoke import run_smoke
+    from envcheck.validation.smoke import run_smoke
 
     result = run_smoke(Path(sys.executable), ["cpu:0", "gpu:0"], backend=backend, timeout=300,
                        multi_replica=False)

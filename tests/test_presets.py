@@ -9,7 +9,7 @@ from packaging.specifiers import SpecifierSet
 
 from envcheck.errors import UsageError
 from envcheck.paths import Home
-from envcheck.presets import available_presets, load_preset_file, parse_requirement, resolve_preset
+from envcheck.envs.presets import available_presets, load_preset_file, parse_requirement, resolve_preset
 
 GOOD = """\
 title = "PyTorch, CPU"

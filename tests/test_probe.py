@@ -1,11 +1,11 @@
-"""envcheck.probe against the real pynvml bindings loading a fake libnvidia-ml.so.1."""
+"""envcheck.host.probe against the real pynvml bindings loading a fake libnvidia-ml.so.1."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from envcheck.probe import Gpu, HostState, decode_cuda_version, mark_visible
+from envcheck.host.probe import Gpu, HostState, decode_cuda_version, mark_visible
 from fake_nvml import A100, T4, FakeNvml, real_nvml_loadable
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,7 +14,7 @@ import pytest
 from packaging.version import Version
 
 from envcheck.errors import UsageError
-from envcheck.pythons import find_python, list_pythons
+from envcheck.envs.pythons import find_python, list_pythons
 
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
 CURRENT = Version("{}.{}.{}".format(*sys.version_info[:3]))

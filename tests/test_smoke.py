@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import uv
 
-from envcheck.metadata import site_packages
-from envcheck.pythons import list_pythons
-from envcheck.smoke import run_smoke
+from envcheck.envs.metadata import site_packages
+from envcheck.envs.pythons import list_pythons
+from envcheck.validation.smoke import run_smoke
 
 # A hook that lets a stand-in env run the real TensorFlow, except that asking for one
 # device (ENVCHECK_TEST_FAULT="abort:cpu:1" or "hang:cpu:1") aborts or hangs the process.

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..compat import (DISTRIBUTIONS, OPERATING_SYSTEMS, Build, HostProfile, Verdict,
+from ..host.compat import (DISTRIBUTIONS, OPERATING_SYSTEMS, Build, HostProfile, Verdict,
                       build_from_packages, framework_build, judge, min_driver)
 from ..errors import UsageError
 from ._common import pass_ctx
@@ -74,7 +74,7 @@ def _named_build(spec: str) -> Build:
 
 
 def _env_build(ctx, name: str) -> tuple[Build, str | None]:
-    from ..store import EnvStore
+    from ..envs.store import EnvStore
 
     info = EnvStore(ctx.home).get(name)
     build = build_from_packages(info.packages)
@@ -104,7 +104,7 @@ def _host(driver: str | None, gpu_ccs: tuple[str, ...], no_gpu: bool, os_name: s
 
 
 def _probe():
-    from ..probe import probe
+    from ..host.probe import probe
 
     return probe()
 

@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import click
 
-from ..diagnose import Finding, diagnose as find_causes
+from ..validation.diagnose import Finding, diagnose as find_causes
 from ..errors import UsageError
 from .output import emit_json
 

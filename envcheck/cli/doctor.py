@@ -26,7 +26,7 @@ def doctor(ctx, no_smoke, timeout, as_json):
 
     Exit 0 when the selected env is ready to train, 1 otherwise.
     """
-    from ..doctor import doctor as run_doctor
+    from ..usecases.doctor import doctor as run_doctor
     from .validate import render
 
     result = run_doctor(ctx.home, smoke=not no_smoke, timeout=timeout)

@@ -14,7 +14,7 @@ ENV_SCHEMA = "envcheck.env/1"
 
 
 def _store(ctx):
-    from ..store import EnvStore
+    from ..envs.store import EnvStore
 
     return EnvStore(ctx.home)
 
@@ -55,7 +55,7 @@ def env() -> None:
 def create(ctx, name, preset_name, preset_file, python, add, installer, index_url, extra_index_url,
            find_links, no_index, as_json):
     """Create env NAME from a preset."""
-    from ..presets import resolve_preset
+    from ..envs.presets import resolve_preset
 
     if bool(preset_name) == bool(preset_file):
         raise UsageError("give exactly one of --preset and --preset-file",

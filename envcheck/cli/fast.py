@@ -47,7 +47,7 @@ def fast_check(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     home_dir, values, flags = parsed
-    from ..gate import check, parse_age
+    from ..usecases.gate import check, parse_age
     from ..paths import Home
     from .output import render_gate
 

@@ -18,7 +18,7 @@ from .output import render_gate
 @pass_ctx
 def check(ctx, env_name, require_gpu, min_gpus, max_age, smoke, as_json):
     """Is the env ready to train here? Answers from a stored validation when nothing changed."""
-    from ..gate import check as gate, parse_age
+    from ..usecases.gate import check as gate, parse_age
 
     seconds = parse_age(max_age)
     result = gate(ctx.home, None if env_name == "auto" else env_name, require_gpu=require_gpu,

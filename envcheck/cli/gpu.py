@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from ..probe import Gpu, HostState, probe
+from ..host.probe import Gpu, HostState, probe
 from .output import emit_json
 
 NA = "N/A"

@@ -28,7 +28,7 @@ def run(ctx, env_name, gpus, batch_size, command):
     that does not split over the GPUs), 1 when the env is not ready or none fits, 127 when CMD
     is not found, 126 when it is not executable.
     """
-    from ..launch import CommandNotExecutable, prepare
+    from ..usecases.launch import CommandNotExecutable, prepare
 
     launch = prepare(ctx.home, env_name, list(command), gpus=gpus, batch_size=batch_size)
     for note in launch.notes:

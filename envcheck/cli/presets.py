@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..presets import Preset, available_presets, resolve_preset, specifier_text
+from ..envs.presets import Preset, available_presets, resolve_preset, specifier_text
 from ._common import pass_ctx
 from .output import emit_json
 

@@ -44,7 +44,7 @@ def provision(ctx, names, files, auto, no_smoke, wait, installer, index_url, ext
     is, with the command that rebuilds it. Exit 0 when every requested env is ready (or
     degraded), 1 otherwise (failed, stale, not ready), 2 on bad input (nothing is created).
     """
-    from ..provision import provision as run_provision
+    from ..usecases.provision import provision as run_provision
 
     index = {"index_url": index_url, "extra_index_urls": extra_index_url,
              "find_links": find_links, "no_index": no_index}

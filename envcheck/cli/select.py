@@ -16,8 +16,8 @@ from .output import emit_json
 @pass_ctx
 def select(ctx, requires, framework, require_gpu, as_json):
     """Rank envs: GPU envs this host can run, then CPU envs; exit 1 when none fits."""
-    from ..selection import select as rank
-    from ..store import EnvStore
+    from ..usecases.selection import select as rank
+    from ..envs.store import EnvStore
 
     selection = rank(EnvStore(ctx.home).list(), framework=framework, requires=requires,
                      home=ctx.home, require_gpu=require_gpu)

@@ -39,7 +39,7 @@ def render(report) -> None:
 
 
 def _targets(ctx, names: tuple[str, ...], all_: bool) -> list:
-    from ..store import EnvStore
+    from ..envs.store import EnvStore
 
     store = EnvStore(ctx.home)
     if names and all_:
@@ -51,7 +51,7 @@ def _targets(ctx, names: tuple[str, ...], all_: bool) -> list:
         if not envs:
             raise UsageError("no envs to validate", "create one: envcheck env create dl --preset tensorflow-cpu")
         return envs
-    from ..selection import select
+    from ..usecases.selection import select
 
     chosen = select(envs, home=ctx.home).chosen
     if chosen is None:
@@ -76,9 +76,9 @@ def validate(ctx, names, all_, devices, no_smoke, timeout, strict, as_json):
     Exit 0 when ready (or degraded without --strict), 1 when not ready, 2 on bad usage.
     With no NAME, the env `envcheck select` would choose.
     """
-    from ..probe import probe
-    from ..reports import store_report
-    from ..validate import parse_devices, validate as run_validate
+    from ..host.probe import probe
+    from ..validation.reports import store_report
+    from ..validation.validate import parse_devices, validate as run_validate
 
     parse_devices(devices)  # bad input fails before any work
     targets = _targets(ctx, names, all_)

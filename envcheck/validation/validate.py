@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import manifest as mf
-from .errors import UsageError
+from ..envs import manifest as mf
+from ..errors import UsageError
 from .reports import SCHEMA, fingerprint
 
 STATUSES = ("pass", "warn", "fail", "skip")
@@ -110,7 +110,7 @@ def _host(ctx: _Ctx) -> Check:
 
 
 def _compat(ctx: _Ctx) -> Check:
-    from .compat import HostProfile, build_from_packages, judge
+    from ..host.compat import HostProfile, build_from_packages, judge
 
     ctx.build = build = build_from_packages(ctx.info.packages)
     if build is None:

@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import EnvcheckError, OperationError, UsageError
+from ..errors import EnvcheckError, OperationError, UsageError
 
 PCI_ORDER = "PCI_BUS_ID"
 DROPPED = ("PYTHONHOME", "PYTHONPATH")
@@ -131,7 +131,7 @@ def command_environ(base: dict[str, str], env_path: Path, bin_dir: Path, gpus: l
 
 
 def _resolve_env(home, name: str, host):
-    from .store import EnvStore
+    from ..envs.store import EnvStore
 
     store = EnvStore(home)
     notes = []
@@ -170,7 +170,7 @@ def prepare(home, env_name: str, command: list[str], *, gpus: str = "all", batch
         raise UsageError("no command given", "envcheck run [OPTIONS] -- CMD [ARGS]...")
     spec = parse_gpus(gpus)
     if host is None and (spec != "none" or env_name == "auto"):
-        from .probe import probe
+        from ..host.probe import probe
 
         host = probe()
     chosen, notes = choose_gpus(spec, host)

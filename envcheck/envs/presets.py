@@ -20,8 +20,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from .errors import UsageError
-from .paths import Home
+from ..errors import UsageError
+from ..paths import Home
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -23,7 +23,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .errors import UsageError
+from ..errors import UsageError
 from .presets import specifier_text
 
 _PATH_NAME = re.compile(r"^python(\d+(?:\.\d+)?)?$")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UsageError
-from .metadata import canonical_name
+from ..errors import UsageError
+from ..envs.metadata import canonical_name
 
 SCHEMA = "envcheck.selection/1"
 FRAMEWORK_DISTS = {
@@ -54,14 +54,14 @@ class Selection:
 
 
 def parse_requires(requires: tuple[str, ...] | list[str]):
-    from .presets import parse_requirement
+    from ..envs.presets import parse_requirement
 
     return [parse_requirement(r) for r in requires]
 
 
 def _satisfies(packages: dict[str, str], framework: str, requirements) -> str | None:
     """None when the env qualifies, else why not."""
-    from .integrity import satisfied
+    from ..validation.integrity import satisfied
 
     dists = FRAMEWORK_DISTS[framework]
     if not any(d in packages for d in dists):
@@ -89,7 +89,7 @@ def _neg_version(version):
 
 
 def _tier(info, build, host, verdict_of_env, stored) -> tuple[str, str]:
-    from .compat import HostProfile, judge
+    from ..host.compat import HostProfile, judge
 
     if build is None or not build.gpu_capable:
         return "cpu", f"CPU-only build ({build.label if build else 'unknown framework'})"
@@ -109,13 +109,13 @@ def _tier(info, build, host, verdict_of_env, stored) -> tuple[str, str]:
 def select(envs: list, host=None, *, framework: str = "tensorflow", requires=(), home=None,
            require_gpu: bool = False) -> Selection:
     """Rank ``envs`` (store EnvInfo) for training on ``host`` (a probe; probed when None)."""
-    from .compat import build_from_packages
+    from ..host.compat import build_from_packages
 
     if framework not in FRAMEWORK_DISTS:
         raise UsageError(f"unknown framework {framework!r}", "use tensorflow, torch or jax")
     requirements = parse_requires(requires) if requires else []
     if host is None:
-        from .probe import probe
+        from ..host.probe import probe
 
         host = probe()
     selection = Selection(host={"nvml": host.nvml_status, "usable_gpus": len(host.usable_gpus),
@@ -143,7 +143,7 @@ def select(envs: list, host=None, *, framework: str = "tensorflow", requires=(),
 def _stored_verdict(home, name: str) -> str | None:
     if home is None:
         return None
-    from .reports import load_report
+    from ..validation.reports import load_report
 
     report = load_report(home, name)
     return report.get("verdict") if report else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .metadata import canonical_name, requirements
+from ..envs.metadata import canonical_name, requirements
 
 
 @dataclass

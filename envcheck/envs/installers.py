@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .errors import OperationError, UsageError
+from ..errors import OperationError, UsageError
 
 BACKENDS = ("uv", "pip")
 

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RUNNER = Path(__file__).parent / "data" / "smoke_runner.py"
+RUNNER = Path(__file__).parent.parent / "data" / "smoke_runner.py"
 MARK = "envcheck-smoke:"
 STDERR_LINES = 200
 POLL_S = 0.05

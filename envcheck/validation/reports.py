@@ -13,7 +13,7 @@ SCHEMA = "envcheck.report/1"
 
 def fingerprint(info, host) -> dict[str, Any]:
     """What a stored validation depends on: a change of any of it means validate again."""
-    from .probe import host_fingerprint
+    from ..host.probe import host_fingerprint
 
     return {"packages": dict(sorted(info.packages.items())),
             "python": info.manifest.get("python", {}).get("version"),
@@ -21,7 +21,7 @@ def fingerprint(info, host) -> dict[str, Any]:
 
 
 def store_report(home, report) -> Path:
-    from .manifest import write_atomic
+    from ..envs.manifest import write_atomic
 
     path = home.report(report.env)
     write_atomic(path, report.to_json())

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import manifest as mf
-from .errors import BusyError, UsageError
+from ..errors import BusyError, UsageError
 from .metadata import installed_packages
-from .paths import MANIFEST_NAME, Home
+from ..paths import MANIFEST_NAME, Home
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 NOT_EXPORTED = {"pip"}  # the installer's own tool, as `pip freeze` leaves it out

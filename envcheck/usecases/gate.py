@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 SCHEMA = "envcheck.gate/1"
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
@@ -92,9 +92,9 @@ def _judge(name: str, report: dict[str, Any], cached: bool, require_gpu: bool, m
 def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
           max_age: float = 86400.0, smoke: bool = False) -> GateResult:
     """Gate env ``name`` (None: the env `select` picks) on this host, from cache when valid."""
-    from .probe import probe
-    from .reports import fingerprint, load_report, store_report
-    from .store import EnvStore
+    from ..host.probe import probe
+    from ..validation.reports import fingerprint, load_report, store_report
+    from ..envs.store import EnvStore
 
     store = EnvStore(home)
     host = probe()
@@ -109,7 +109,7 @@ def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 
     stored = load_report(home, name)
     if _usable_cache(stored, fingerprint(info, host), max_age, smoke):
         return _judge(name, stored, True, require_gpu, min_gpus)
-    from .validate import validate
+    from ..validation.validate import validate
 
     report = validate(info, host, devices="all", smoke=smoke)
     if info.state != "broken":
@@ -119,15 +119,15 @@ def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 
 
 def _running_env() -> tuple[Any, Any]:
     """(home, EnvInfo) for the interpreter running now: its envcheck env, else a plain view of it."""
-    from .paths import Home
-    from .store import EnvInfo, EnvStore
+    from ..paths import Home
+    from ..envs.store import EnvInfo, EnvStore
 
     prefix = Path(sys.prefix)
     manifest = prefix / "envcheck.json"
     if manifest.is_file():
         home = Home(prefix.parent.parent)
         return home, EnvStore(home).get(prefix.name)
-    from .metadata import installed_packages
+    from ..envs.metadata import installed_packages
 
     version = ".".join(map(str, sys.version_info[:3]))
     info = EnvInfo(name=prefix.name, path=prefix, state="ready",
@@ -142,8 +142,8 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0, max_age: str | fl
     Quick checks only (host, compat, integrity) unless a stored validation of this env is
     still valid. Imports no framework.
     """
-    from .probe import probe
-    from .reports import fingerprint, load_report, store_report
+    from ..host.probe import probe
+    from ..validation.reports import fingerprint, load_report, store_report
 
     seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
     home, info = _running_env()
@@ -152,7 +152,7 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0, max_age: str | fl
     if _usable_cache(stored, fingerprint(info, host), seconds, False):
         result = _judge(info.name, stored, True, require_gpu, min_gpus)
     else:
-        from .validate import validate
+        from ..validation.validate import validate
 
         report = validate(info, host, smoke=False)
         if home:

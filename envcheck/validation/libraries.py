@@ -22,7 +22,7 @@ def load_errors(python: Path, libraries: list[str]) -> dict[str, str | None]:
     """{library: None when it loads, else the loader's error}, as ``python`` sees them."""
     if not libraries:
         return {}
-    from .installers import clean_environ
+    from ..envs.installers import clean_environ
 
     try:
         proc = subprocess.run([str(python), "-c", _PROBE, *libraries], capture_output=True, text=True,

@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from .errors import UsageError
-from .metadata import canonical_name
+from ..errors import UsageError
+from ..envs.metadata import canonical_name
 
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tf-nightly")
 DISTRIBUTIONS = TENSORFLOW_DISTS + ("torch",)

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
-from .errors import BusyError, EnvcheckError, UsageError
+from ..errors import BusyError, EnvcheckError, UsageError
 
 SCHEMA = "envcheck.provision/1"
 ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
@@ -75,8 +75,8 @@ class Planned:
 def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
          host=None) -> list[Planned]:
     """The presets to provision, each possibly skipped with a reason; raises UsageError on bad input."""
-    from .presets import builtin_dir, resolve_preset
-    from .store import check_name
+    from ..envs.presets import builtin_dir, resolve_preset
+    from ..envs.store import check_name
 
     if not (names or files or auto):
         raise UsageError("nothing to provision", "pass --preset NAME, --preset-file F or --auto")
@@ -98,8 +98,8 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
 
 def _judge_gpu(preset, host) -> Planned:
     """Keep a GPU preset for --auto only if this host can train with it."""
-    from .compat import HostProfile, judge
-    from .pythons import find_python
+    from ..host.compat import HostProfile, judge
+    from ..envs.pythons import find_python
 
     reason = host.no_gpu_reason()
     if reason:
@@ -117,7 +117,7 @@ def _judge_gpu(preset, host) -> Planned:
         why = verdict.reasons[0] if verdict.reasons else "it would not use this host's GPUs"
         return Planned(preset, f"{build.label} can't train on this host's GPUs: {why}",
                        verdict.fixes[0] if verdict.fixes else None)
-    from .libraries import missing_libraries
+    from ..validation.libraries import missing_libraries
 
     missing = missing_libraries(python.path, preset.libraries)
     if missing:
@@ -130,9 +130,9 @@ def _judge_gpu(preset, host) -> Planned:
 def preset_build(preset):
     """The framework build a preset would install: the newest release in the compat tables that
     its framework requirement admits (``tensorflow[and-cuda]~=2.21.0`` -> tensorflow 2.21)."""
-    from .compat import DISTRIBUTIONS, framework_build, known_releases
-    from .metadata import canonical_name
-    from .presets import parse_requirement
+    from ..host.compat import DISTRIBUTIONS, framework_build, known_releases
+    from ..envs.metadata import canonical_name
+    from ..envs.presets import parse_requirement
 
     for text in preset.packages:
         req = parse_requirement(text)
@@ -215,8 +215,8 @@ def _wait_unlocked(store, name: str, deadline: float) -> bool:
 
 def check(home, store, outcome: Outcome, host, *, smoke: bool, timeout: float) -> None:
     """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
-    from .reports import store_report
-    from .validate import validate
+    from ..validation.reports import store_report
+    from ..validation.validate import validate
 
     info = store.get(outcome.name)
     report = validate(info, host, smoke=smoke, timeout=timeout)
@@ -233,10 +233,10 @@ def provision(home, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (),
               wait: float = DEFAULT_WAIT, timeout: float = 120.0, host=None,
               progress: Callable[[str], None] | None = None) -> ProvisionResult:
     """Plan, ensure and check: see the module docstring. ``host`` is probed when None."""
-    from .store import EnvStore
+    from ..envs.store import EnvStore
 
     if host is None:
-        from .probe import probe
+        from ..host.probe import probe
 
         host = probe()
     planned = plan(home, names, files, auto, host)

@@ -45,11 +45,11 @@ def _next_steps(host, selection, report) -> list[str]:
 
 
 def doctor(home, *, smoke: bool = True, timeout: float = 120.0) -> Diagnosis:
-    from .probe import probe
+    from ..host.probe import probe
     from .selection import select
-    from .store import EnvStore
-    from .reports import store_report
-    from .validate import validate
+    from ..envs.store import EnvStore
+    from ..validation.reports import store_report
+    from ..validation.validate import validate
 
     store = EnvStore(home)
     host = probe()
