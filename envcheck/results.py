@@ -1,0 +1,27 @@
+"""What every use case returns: data with a versioned schema and the exit code it means.
+
+The CLI never decides an exit code or a JSON shape itself: it asks the result. ``to_json``
+returns the whole ``envcheck.<thing>/1`` document (``schema`` first); ``exit_code`` follows
+README's table (0 done/ready, 1 not ready or failed, 2 bad input). Text renderers live in
+``envcheck.cli.render`` and are looked up by the result's class.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class Result:
+    """Base class of use-case results (subclasses are dataclasses)."""
+
+    schema: ClassVar[str] = ""
+
+    def body(self) -> dict[str, Any]:
+        """The document's fields after ``schema``."""
+        raise TypeError(f"{type(self).__name__} must define body()")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": self.schema, **self.body()}
+
+    @property
+    def exit_code(self) -> int:
+        return 0
