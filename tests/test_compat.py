@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.host.compat import (Build, HostProfile, build_from_packages, cuda_cc_range, facts,
-                             framework_build, judge, known_releases, min_driver)
+from envcheck import frameworks
+from envcheck.data import compat_facts as facts
+from envcheck.frameworks import Build, build_from_packages, framework_build
+from envcheck.host.compat import HostProfile, cuda_cc_range, judge, min_driver
 from envcheck.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +164,7 @@ def test_cuda_cc_range(cuda, expected):
 def test_every_build_in_the_tables_resolves_driver_and_cc_range():
     checked = 0
     for framework, dists in (("tensorflow", ("tensorflow", "tensorflow-gpu")), ("torch", ("torch",))):
-        for release in known_releases(framework):
+        for release in frameworks.get(framework).releases():
             builds = [framework_build(dist, release) for dist in dists]
             for build in (b for b in builds if b.gpu_capable):
                 assert min_driver(build.cuda, "linux").min_driver
@@ -192,7 +194,7 @@ def test_tensorflow_build_facts():
 
 def test_nightly_maps_to_the_newest_known_release():
     build = framework_build("tf-nightly", "2.22.0.dev20260301")
-    assert build.cuda == framework_build("tensorflow", known_releases("tensorflow")[0]).cuda
+    assert build.cuda == framework_build("tensorflow", frameworks.get("tensorflow").releases()[0]).cuda
     assert "newest known release" in build.notes[0]
 
 

@@ -11,7 +11,7 @@ def test_empty_home_says_what_to_create(home):
     assert r.code == 1
     data = r.json()
     assert data["schema"] == "envcheck.doctor/1" and data["ok"] is False and data["report"] is None
-    assert any("envcheck env create dl --preset tensorflow-cpu" in step for step in data["next_steps"])
+    assert any("envcheck env create tensorflow-cpu --preset tensorflow-cpu" in step for step in data["next_steps"])
 
 
 def test_selected_env_is_validated_with_next_steps(home, wheelhouse, tmp_path):

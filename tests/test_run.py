@@ -163,4 +163,4 @@ def test_auto_with_no_env_exits_1_with_the_selection_warning(fake_nvml, tmp_path
     empty = tmp_path / "empty-home"
     empty.mkdir()
     r = fake_nvml.cli(fake_nvml.env(gpus=(T4,), ENVCHECK_HOME=str(empty)), "run", "--", "true")
-    assert r.code == 1 and "envcheck env create dl --preset tensorflow-cpu" in r.err
+    assert r.code == 1 and "envcheck env create tensorflow-cpu --preset tensorflow-cpu" in r.err

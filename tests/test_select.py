@@ -42,7 +42,7 @@ def ranking(result: Result) -> list[tuple[str, str]]:
 
 def test_gpu_host_ranks_gpu_env_first(envs, fake_nvml):
     env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(envs))
-    r = envcheck(env, "select", "--json")
+    r = envcheck(env, "select", "--framework", "tensorflow", "--json")
     assert r.code == 0, r.err
     data = r.json()
     assert data["schema"] == "envcheck.selection/1"
@@ -52,11 +52,21 @@ def test_gpu_host_ranks_gpu_env_first(envs, fake_nvml):
     assert {"name": "pt", "reason": "no tensorflow (tensorflow / tensorflow-cpu / tensorflow-gpu / tf-nightly)"} in data["excluded"]
 
 
+def test_with_no_framework_any_known_framework_counts(envs, fake_nvml):
+    """An env whose only framework is torch is ranked; --framework tensorflow leaves it out."""
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(envs))
+    r = envcheck(env, "select", "--json")
+    assert r.code == 0, r.err
+    assert ranking(r) == [("tfgpu", "gpu"), ("tfcpu", "cpu"), ("pt", "cpu")]
+    assert next(x for x in r.json()["ranking"] if x["name"] == "pt")["framework"] == "torch"
+    assert "pt" in [x["name"] for x in envcheck(env, "select", "--framework", "tensorflow", "--json").json()["excluded"]]
+
+
 def test_no_nvml_puts_everything_in_cpu_tier(envs, fake_nvml, tmp_path):
     env = fake_nvml.env([A100], lib_dir=tmp_path, ENVCHECK_HOME=str(envs))  # no libnvidia-ml there
     r = envcheck(env, "select", "--json")
     assert r.code == 0
-    assert ranking(r) == [("tfcpu", "cpu"), ("tfgpu", "cpu")]
+    assert ranking(r) == [("tfcpu", "cpu"), ("tfgpu", "cpu"), ("pt", "cpu")]
     gpu_env = next(x for x in r.json()["ranking"] if x["name"] == "tfgpu")
     assert "no usable GPU" in gpu_env["reason"]
 
@@ -92,9 +102,9 @@ def test_torch_framework_and_requirements(envs, fake_nvml):
 def test_nothing_matching_warns_what_to_create(home, wheelhouse, fake_nvml):
     make_env(home, wheelhouse, "pt", "torch==2.13.0")
     env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(home))
-    r = envcheck(env, "select")
+    r = envcheck(env, "select", "--framework", "tensorflow")
     assert r.code == 1
-    assert "envcheck env create dl --preset tensorflow-cpu" in r.err
+    assert r.code == 1 and "envcheck env create tensorflow-cpu --preset tensorflow-cpu" in r.err
 
 
 def test_ties_prefer_a_passed_validation_then_the_newest_framework(home, wheelhouse, fake_nvml, tmp_path):

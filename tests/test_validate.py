@@ -44,8 +44,8 @@ def check(report: dict, check_id: str) -> dict:
 def test_cpu_smoke_on_real_tensorflow(tf_home):
     r = envcheck(tf_home, "validate", "tf", "--devices", "cpu", "--json")
     assert r.code == 0, r.err
-    report = r.json()
-    assert report["schema"] == "envcheck.report/1" and report["verdict"] in ("ready", "degraded")
+    (report,) = r.json()["reports"]
+    assert r.json()["schema"] == "envcheck.validation/1" and report["schema"] == "envcheck.report/1" and report["verdict"] in ("ready", "degraded")
     (cpu,) = report["devices"]
     assert cpu["device"] == "cpu:0" and cpu["status"] == "pass"
     assert cpu["ms_per_step"] > 0 and cpu["loss_last"] < cpu["loss_first"]
@@ -60,7 +60,7 @@ def test_cpu_smoke_on_real_tensorflow(tf_home):
 def test_two_logical_cpu_replicas(tf_home):
     r = envcheck(tf_home, "validate", "tf", "--devices", "cpu:0,cpu:1", "--json")
     assert r.code == 0, r.err
-    report = r.json()
+    (report,) = r.json()["reports"]
     multi = report["multi_replica"]
     assert multi["status"] == "pass" and multi["replicas"] == 2
     assert multi["global_batch"] == 2 * multi["per_replica_batch"]
@@ -89,7 +89,7 @@ def test_broken_framework_is_not_ready(home, tmp_path, behaviour, cause):
     elapsed = time.monotonic() - started
     assert r.code == 1, r.err
     assert "Traceback" not in r.err
-    report = r.json()
+    (report,) = r.json()["reports"]
     assert report["verdict"] == "not-ready"
     smoke = check(report, "smoke")
     assert smoke["status"] == "fail" and cause in smoke["summary"] + smoke["detail"], smoke
@@ -103,7 +103,7 @@ def test_gpu_env_on_old_driver_fails_compat_without_gpu_smoke(home, tmp_path, fa
     env = fake_nvml.env(FAKE_NVML_DRIVER="470.82.01", FAKE_NVML_CUDA="11040", ENVCHECK_HOME=str(home))
     r = envcheck(home, "validate", "gpu", "--json", "--timeout", "10", env=env)
     assert r.code == 1, r.err
-    report = r.json()
+    (report,) = r.json()["reports"]
     compat = check(report, "compat")
     assert compat["status"] == "fail" and "525.60.13" in compat["summary"] + compat["detail"] + (compat["fix"] or "")
     gpu = next(d for d in report["devices"] if d["device"].startswith("gpu:"))
@@ -122,7 +122,7 @@ def test_bad_device_list_is_usage_error(home, tmp_path):
 def test_no_smoke_is_quick_checks_only(home, tmp_path):
     standin_env(home, tmp_path, "x", "importerror")
     r = envcheck(home, "validate", "x", "--no-smoke", "--json")
-    report = r.json()
+    (report,) = r.json()["reports"]
     assert check(report, "smoke")["status"] == "skip" and report["devices"] == []
     assert check(report, "integrity")["status"] == "pass"
     assert r.code == 0 and report["verdict"] in ("ready", "degraded")
@@ -140,5 +140,5 @@ def test_integrity_names_a_dependency_removed_behind_the_envs_back(home, wheelho
         shutil.rmtree(path)
     r = envcheck(home, "validate", "dep", "--no-smoke", "--json")
     assert r.code == 1
-    integrity = check(r.json(), "integrity")
+    integrity = check(r.json()["reports"][0], "integrity")
     assert integrity["status"] == "fail" and "beta 1.0 requires alpha>=1.0, has not installed" in integrity["detail"]

@@ -1,4 +1,11 @@
-"""envcheck's command line: parse, call the core, render, map to exit codes.
+"""envcheck's command line: parse once at the edge, call one use case, render its result.
+
+Owns: click commands (``main.py`` and one module per command group), option declarations
+shared with the fast path (``options.py``), and the rendering layer (``render.py`` with the
+text views in ``views.py``). Holds no logic: exit codes and JSON shapes come from results.
+
+May import: ``usecases`` and, for parsing at the edge, the parsers and types below them
+(``validation.devices``, ``envs.installers.IndexSettings``, ``frameworks.names``).
 
 ``run`` is the console script. It tries the click-free fast path of the pre-training gate
 first (``fast.py``: a training job calls ``envcheck check`` before every start, and click

@@ -1,19 +1,18 @@
 """The pre-training gate without click: ``envcheck [--home H] [-v] check [options]``.
 
-Only the plain spellings of ``check``'s options are recognised here (``--env NAME``,
-``--min-gpus N``, ``--max-age A``, ``--require-gpu``, ``--smoke``, ``--json``); anything
-else (``--help``, ``--env=NAME``, a typo) returns None and the click command handles it,
-so both paths give the same answers and click keeps every error message.
+The options are ``cli.options.CHECK``, the declarations the click command is built from, in
+their plain spellings (``--env NAME``, ``--require-gpu``); anything else (``--help``,
+``--env=NAME``, a typo) returns None and the click command handles it, so both paths give
+the same answers and click keeps every error message.
 """
 from __future__ import annotations
 
 import os
 
-FLAGS = ("--require-gpu", "--smoke", "--json")
-VALUES = ("--env", "--min-gpus", "--max-age")
 
+def _parse(argv: list[str]):
+    from .options import CHECK
 
-def _parse(argv: list[str]) -> tuple[str | None, dict[str, str], set[str]] | None:
     args = list(argv)
     home = None
     while args and args[0] in ("--home", "-v", "--verbose"):
@@ -25,20 +24,23 @@ def _parse(argv: list[str]) -> tuple[str | None, dict[str, str], set[str]] | Non
             args = args[1:]
     if not args or args[0] != "check":
         return None
-    values = {"--env": "auto", "--min-gpus": "0", "--max-age": "24h"}
-    flags: set[str] = set()
+    by_flag = {o.flag: o for o in CHECK}
+    values = {o.dest: o.default for o in CHECK}
     rest = args[1:]
     while rest:
-        arg = rest.pop(0)
-        if arg in FLAGS:
-            flags.add(arg)
-        elif arg in VALUES and rest and not rest[0].startswith("-"):
-            values[arg] = rest.pop(0)
+        option = by_flag.get(rest.pop(0))
+        if option is None:
+            return None
+        if option.is_flag:
+            values[option.dest] = True
+        elif rest and not rest[0].startswith("-"):
+            values[option.dest] = rest.pop(0)
         else:
             return None
-    if not values["--min-gpus"].isdigit():
-        return None
-    return home, values, flags
+    for option in CHECK:
+        if option.parse is not None and isinstance(values[option.dest], str):
+            values[option.dest] = option.convert(values[option.dest])
+    return home, values
 
 
 def fast_check(argv: list[str]) -> int | None:
@@ -46,15 +48,12 @@ def fast_check(argv: list[str]) -> int | None:
     parsed = _parse(argv)
     if parsed is None:
         return None
-    home_dir, values, flags = parsed
-    from ..usecases.gate import check, parse_age
+    home_dir, values = parsed
     from ..paths import Home
-    from .output import render_gate
+    from ..usecases.gate import check
+    from ..usecases.session import Session
+    from .render import emit
 
-    home = Home(home_dir or os.environ.get("ENVCHECK_HOME") or None)
-    env = values["--env"]
-    result = check(home, None if env == "auto" else env, require_gpu="--require-gpu" in flags,
-                   min_gpus=int(values["--min-gpus"]), max_age=parse_age(values["--max-age"]),
-                   smoke="--smoke" in flags)
-    render_gate(result, "--json" in flags)
-    return 0 if result.ready else 1
+    as_json = values.pop("as_json")
+    session = Session(Home(home_dir or os.environ.get("ENVCHECK_HOME") or None))
+    return emit(check(session, values.pop("env_name"), **values), as_json)

@@ -30,11 +30,14 @@ def run(ctx, env_name, gpus, batch_size, command):
     """
     from ..usecases.launch import CommandNotExecutable, prepare
 
-    launch = prepare(ctx.home, env_name, list(command), gpus=gpus, batch_size=batch_size)
+    launch = prepare(ctx.session, env_name, list(command), gpus=gpus, batch_size=batch_size)
     for note in launch.notes:
         click.echo(f"envcheck: {note}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
+    from ..processes import reset_signals
+
+    reset_signals()  # the command starts as a shell's would: no signal ignored or blocked
     try:
         os.execve(launch.executable, launch.argv, launch.environ)
     except OSError as exc:

@@ -40,13 +40,31 @@ class LazyGroup(click.Group):
 
 
 class Context:
-    """What every command gets: the env home and verbosity."""
+    """What every command gets: the env home, verbosity, and the session its use case runs in
+    (made on first use, so commands that need neither store nor host pay for neither)."""
 
     def __init__(self, home: str | None, verbose: bool):
         from ..paths import Home
 
         self.home = Home(home)
         self.verbose = verbose
+        self._session = None
+
+    @property
+    def session(self):
+        if self._session is None:
+            from ..usecases.session import Session
+
+            self._session = Session(self.home)
+        return self._session
+
+    def finish(self, result, as_json: bool) -> None:
+        """Render a use case's result and exit with its code."""
+        from .render import emit
+
+        code = emit(result, as_json)
+        if code:
+            raise click.exceptions.Exit(code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

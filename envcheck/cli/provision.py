@@ -3,23 +3,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import index_options, pass_ctx
-from .output import emit_json
-
-
-def render(result) -> None:
-    rows = [(o.name, o.action, o.verdict or "-", o.reason) for o in result.envs]
-    header = ("ENV", "ACTION", "VERDICT", "REASON")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
-    for row in [header, *rows]:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3])
-    for o in result.envs:
-        if o.fix and not o.ok:
-            click.echo(f"fix ({o.name}): {o.fix}")
-        if o.log:
-            click.echo(f"full installer output ({o.name}): {o.log}")
-    bad = [o.name for o in result.envs if not o.ok]
-    click.echo("provision: ok" if not bad else f"provision: NOT ok: {', '.join(bad)}")
+from ..usecases.provision import DEFAULT_WAIT
+from ._common import declare, index_options, index_settings, pass_ctx
+from .options import JSON, NO_SMOKE, TIMEOUT
 
 
 @click.command()
@@ -29,14 +15,14 @@ def render(result) -> None:
               help="a preset file to provision, as env named after the file (repeatable)")
 @click.option("--auto", is_flag=True,
               help="the CPU preset, plus each GPU preset this host's driver, GPUs, Pythons and libraries can run")
-@click.option("--no-smoke", is_flag=True, help="validate without the Keras fit (quick checks only)")
-@click.option("--wait", default=3600.0, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
+@declare(NO_SMOKE, TIMEOUT)
+@click.option("--wait", default=DEFAULT_WAIT, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
               help="how long to wait for another envcheck process building the same env")
 @index_options
-@click.option("--json", "as_json", is_flag=True, help="print a report an installer can keep")
+@declare(JSON)
 @pass_ctx
-def provision(ctx, names, files, auto, no_smoke, wait, installer, index_url, extra_index_url, find_links,
-              no_index, as_json):
+def provision(ctx, names, files, auto, no_smoke, timeout, wait, installer, index_url, extra_index_url,
+              find_links, no_index, as_json):
     """Create the envs an installation needs, unless they exist, and validate each.
 
     An env is named after its preset. One that exists from the same preset content is left
@@ -46,14 +32,8 @@ def provision(ctx, names, files, auto, no_smoke, wait, installer, index_url, ext
     """
     from ..usecases.provision import provision as run_provision
 
-    index = {"index_url": index_url, "extra_index_urls": extra_index_url,
-             "find_links": find_links, "no_index": no_index}
-    result = run_provision(ctx.home, names=names, files=files, auto=auto, smoke=not no_smoke,
-                           installer=installer, index=index, wait=wait,
+    index = index_settings(index_url, extra_index_url, find_links, no_index)
+    result = run_provision(ctx.session, names=names, files=files, auto=auto, smoke=not no_smoke,
+                           installer=installer, index=index, wait=wait, timeout=timeout,
                            progress=None if as_json else lambda line: click.echo(line, err=True))
-    if as_json:
-        emit_json(result.to_json())
-    else:
-        render(result)
-    if not result.ok:
-        raise click.exceptions.Exit(1)
+    ctx.finish(result, as_json)

@@ -1,0 +1,99 @@
+"""The framework registry: one module per framework, each declaring a :class:`Framework`.
+
+Owns: each framework's distribution names, reading its build (CUDA, cuDNN, archs) from
+installed metadata and its compat table, its smoke backend, multi-device strategy and batch
+rule, the variables ``run`` sets, and the presets to suggest. Adding a framework is one new
+module here (listed in ``_MODULES``) plus its presets.
+
+May import: ``envcheck.errors``, ``envcheck.data``, ``envcheck.envs.metadata`` (names only),
+``packaging``. Must not know the store, the host or the CLI.
+"""
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import Mapping
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from ..envs.metadata import canonical_name
+from ..errors import UsageError
+from .base import Build, Framework, GpuBlock, parse_version
+
+__all__ = ["Build", "Framework", "GpuBlock", "registry", "get", "names", "of_distribution",
+           "detect", "distributions", "framework_build", "build_from_packages",
+           "build_for_requirement"]
+
+_MODULES = ("tensorflow", "torch", "jax")  # the order breaks ties: first wins
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, Framework]:
+    frameworks = (importlib.import_module(f"{__name__}.{m}").FRAMEWORK for m in _MODULES)
+    return {f.name: f for f in frameworks}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(registry())
+
+
+def get(name: str) -> Framework:
+    """The framework called ``name``; a UsageError listing the known ones otherwise."""
+    found = registry().get(name)
+    if found is None:
+        raise UsageError(f"unknown framework {name!r}", f"use one of: {', '.join(names())}")
+    return found
+
+
+def of_distribution(dist: str) -> Framework | None:
+    name = canonical_name(dist)
+    return next((f for f in registry().values() if name in f.distributions), None)
+
+
+def distributions() -> tuple[str, ...]:
+    """Every distribution of every known framework."""
+    return tuple(d for f in registry().values() for d in f.distributions)
+
+
+def detect(packages: Mapping[str, str]) -> list[str]:
+    """The frameworks installed, by a {name: version} map of an env's packages."""
+    installed = {canonical_name(name) for name in packages}
+    return [f.name for f in registry().values() if installed.intersection(f.distributions)]
+
+
+def framework_build(dist: str, version: str, local: str | None = None) -> Build | None:
+    """The build facts of ``dist`` ``version`` (``local``: the "+cu118"/"+cpu" part, if not
+    already in ``version``); None for a distribution or release the tables don't know."""
+    framework = of_distribution(dist)
+    name = canonical_name(dist)
+    parsed = parse_version(version, f"{name} version")
+    if local is None:
+        local = parsed.local
+    elif parsed.local is None:
+        version = f"{version}+{local}"
+    if framework is None:
+        return None
+    return framework.read_build(name, parsed, version, local)
+
+
+def build_from_packages(packages: Mapping[str, str]) -> Build | None:
+    """The framework build of an env's {name: version} map: a GPU-capable build first
+    (registry order), else the first CPU-only one, else None."""
+    canonical = {canonical_name(name): version for name, version in packages.items()}
+    builds = [build for dist in distributions() if dist in canonical
+              if (build := framework_build(dist, canonical[dist])) is not None]
+    gpu = [build for build in builds if build.gpu_capable]
+    return (gpu or builds or [None])[0]
+
+
+def build_for_requirement(requirement: Requirement) -> Build | None:
+    """The build a requirement would install: the newest release in its framework's table that
+    it admits (``tensorflow[and-cuda]~=2.21.0`` -> tensorflow 2.21); None if not a framework's."""
+    framework = of_distribution(requirement.name)
+    if framework is None:
+        return None
+    for release in framework.releases():
+        if requirement.specifier.contains(Version(f"{release}.0"), prereleases=True):
+            return framework_build(requirement.name, f"{release}.0")
+    return None

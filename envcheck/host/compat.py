@@ -3,64 +3,38 @@
 The facts are ``envcheck/data/compat.json`` (the tables of reference/compat.md, each with its
 sources), read once. Everything here is a pure function of those facts and its arguments:
 no NVML, no disk. The host comes in as a :class:`HostProfile`, so the same judgement serves
-the live host (built from ``probe.probe()``) and a "what-if" driver/GPU profile.
+the live host (built from ``probe.probe()``) and a "what-if" driver/GPU profile. Builds come
+from the framework registry (``envcheck.frameworks``).
 
 Stable API (validate and select build on it):
 
 ``min_driver(cuda, os) -> DriverRequirement``
 ``cuda_cc_range(cuda) -> (min_cc, max_cc | None)``
-``framework_build(dist, version, local) -> Build | None``
-``build_from_packages({name: version}) -> Build | None``
 ``judge(build, host, require_gpu=False) -> Verdict``
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from importlib import resources
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from .. import frameworks
+from ..data import compat_facts as facts
 from ..errors import UsageError
-from ..envs.metadata import canonical_name
+from ..frameworks import Build
+from ..frameworks.base import _EXAMPLES, major_minor as _mm, minor as _minor, parse_version
 
-TENSORFLOW_DISTS = ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tf-nightly")
-DISTRIBUTIONS = TENSORFLOW_DISTS + ("torch",)
 OPERATING_SYSTEMS = ("linux", "windows")
 VERDICTS = ("ok", "warn", "fail")
 OK, WARN, FAIL = 0, 1, 2
 
-_EXAMPLES = {
-    "driver version": "as nvidia-smi prints it, e.g. 550.54.15",
-    "CUDA version": "e.g. 12.4 or 12.8.1",
-    "compute capability": "e.g. 8.6 (nvidia-smi --query-gpu=compute_cap --format=csv)",
-    "Python version": "e.g. 3.11",
-}
 _CC = re.compile(r"(\d+)\.(\d+)")
 _ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([a-z]?)")
-_CUDA_LOCAL = re.compile(r"cu(\d+)(\d)")
-
-
-@lru_cache(maxsize=1)
-def facts() -> dict[str, Any]:
-    """The compatibility tables (envcheck/data/compat.json), read once per process."""
-    text = resources.files("envcheck").joinpath("data", "compat.json").read_text("utf-8")
-    return json.loads(text)
 
 
 # --- parsing -------------------------------------------------------------------------------
-
-def parse_version(text: str, what: str) -> Version:
-    """``text`` as a PEP 440 version; a UsageError naming ``what`` and the input if it isn't."""
-    try:
-        return Version(str(text).strip())
-    except InvalidVersion:
-        example = _EXAMPLES.get(what, "e.g. 2.15.1")
-        raise UsageError(f"bad {what} {text!r}", f"give a version {example}") from None
-
 
 def parse_cc(text: str) -> tuple[int, int]:
     """A compute capability "8.6" as (8, 6)."""
@@ -69,16 +43,6 @@ def parse_cc(text: str) -> tuple[int, int]:
         raise UsageError(f"bad compute capability {text!r}",
                          f"give it as major.minor, {_EXAMPLES['compute capability']}")
     return int(match[1]), int(match[2])
-
-
-def _minor(version: Version) -> tuple[int, int]:
-    return version.major, version.minor
-
-
-def _mm(text: str) -> str:
-    """ "12.5.1" -> "12.5"."""
-    version = Version(text)
-    return f"{version.major}.{version.minor}"
 
 
 def _check_os(os: str) -> str:
@@ -157,128 +121,6 @@ def cuda_cc_range(cuda: str) -> tuple[str, str | None]:
         if low <= wanted <= high:
             return row["min"], row["max"]
     raise UsageError(f"no compute-capability facts for CUDA {cuda}", "known: CUDA 9.0 and newer")
-
-
-# --- framework builds ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Build:
-    """What a framework wheel was built with. ``cuda`` None = no CUDA (``gpu_capable`` False);
-    ``archs`` None = its compiled architectures are not known."""
-
-    framework: str  # "tensorflow" | "torch"
-    distribution: str
-    version: str
-    cuda: str | None
-    cudnn: str | None
-    python_min: str | None
-    python_max: str | None
-    archs: tuple[str, ...] | None
-    gpu_capable: bool
-    notes: tuple[str, ...] = ()
-
-    @property
-    def label(self) -> str:
-        return f"{self.distribution} {self.version}"
-
-
-def _row_build(framework: str, dist: str, shown: str, row: dict[str, Any],
-               notes: Sequence[str] = ()) -> Build:
-    python = row["python"] or {}
-    archs = tuple(row["archs"]) if row["archs"] is not None else None
-    return Build(framework, dist, shown, row["cuda"], row["cudnn"], python.get("min"),
-                 python.get("max"), archs, True, tuple(notes))
-
-
-def _cpu_only(build: Build, why: str) -> Build:
-    return replace(build, cuda=None, cudnn=None, archs=None, gpu_capable=False,
-                   notes=build.notes + (why,))
-
-
-def _tensorflow_build(dist: str, version: Version, shown: str) -> Build | None:
-    tf = facts()["tensorflow"]
-    releases = tf["releases"]
-    notes: list[str] = []
-    key = f"{version.major}.{version.minor}"
-    if dist == "tf-nightly":
-        key = max(releases, key=Version)
-        notes.append(f"tf-nightly: assumed to be built like the newest known release, {key}")
-    row = releases.get(key)
-    if row is None:
-        return None
-    build = _row_build("tensorflow", dist, shown, row, notes)
-    minor = _minor(Version(key))
-    if dist == "tensorflow-cpu":
-        return _cpu_only(build, "tensorflow-cpu is the CPU-only TensorFlow package")
-    if dist == "tensorflow" and minor < _minor(Version(tf["gpu_package_since"])):
-        return _cpu_only(build, tf["gpu_package_note"])
-    if dist == "tensorflow-gpu" and minor > _minor(Version(tf["tensorflow_gpu_last"])):
-        return _cpu_only(build, tf["gpu_package_note"])
-    return build
-
-
-def _variant_archs(version: Version, cuda: str) -> tuple[str, ...] | None:
-    for row in facts()["torch"]["variant_archs"]["rows"]:
-        low, high = _minor(Version(row["torch_from"])), _minor(Version(row["torch_to"]))
-        if low <= _minor(version) <= high and row["cuda"] == cuda:
-            return tuple(row["archs"])
-    return None
-
-
-def _torch_build(version: Version, local: str | None, shown: str) -> Build | None:
-    row = facts()["torch"]["releases"].get(f"{version.major}.{version.minor}")
-    if row is None:
-        return None
-    build = _row_build("torch", "torch", shown, row)
-    if not local:
-        return build
-    if local.startswith("cpu"):
-        return _cpu_only(build, f"+{local}: the CPU-only PyTorch build")
-    if local.startswith("rocm"):
-        return _cpu_only(build, f"+{local}: a ROCm build, for AMD GPUs; no CUDA")
-    match = _CUDA_LOCAL.fullmatch(local)
-    if not match:
-        return replace(build, notes=(f"local version +{local} not recognised; facts of the "
-                                     "default PyPI wheel assumed",))
-    cuda = f"{int(match[1])}.{match[2]}"
-    if cuda == _mm(build.cuda):
-        return build
-    archs = _variant_archs(version, cuda)
-    note = f"+{local}: a CUDA {cuda} build from download.pytorch.org; cuDNN not in the tables"
-    if archs is None:
-        note += ", compiled architectures not known"
-    return replace(build, cuda=cuda, cudnn=None, archs=archs, notes=(note,))
-
-
-def framework_build(dist: str, version: str, local: str | None = None) -> Build | None:
-    """The build facts of ``dist`` ``version`` (``local``: the "+cu118"/"+cpu" part, if not
-    already in ``version``); None for a distribution or release the tables don't know."""
-    name = canonical_name(dist)
-    parsed = parse_version(version, f"{name} version")
-    if local is None:
-        local = parsed.local
-    elif parsed.local is None:
-        version = f"{version}+{local}"
-    if name in TENSORFLOW_DISTS:
-        return _tensorflow_build(name, parsed, version)
-    if name == "torch":
-        return _torch_build(parsed, local, version)
-    return None
-
-
-def build_from_packages(packages: dict[str, str]) -> Build | None:
-    """The framework build of an env's {name: version} map: a GPU-capable build first
-    (TensorFlow before PyTorch), else the first CPU-only one, else None."""
-    canonical = {canonical_name(name): version for name, version in packages.items()}
-    builds = [build for dist in DISTRIBUTIONS if dist in canonical
-              if (build := framework_build(dist, canonical[dist])) is not None]
-    gpu = [build for build in builds if build.gpu_capable]
-    return (gpu or builds or [None])[0]
-
-
-def known_releases(framework: str) -> list[str]:
-    """Release keys ("2.15") the tables hold for "tensorflow" or "torch", newest first."""
-    return sorted(facts()[framework]["releases"], key=Version, reverse=True)
 
 
 # --- judgement -----------------------------------------------------------------------------
@@ -448,13 +290,10 @@ def _assess(build: Build, host: HostProfile, require_gpu: bool) -> _Findings:
         else:
             found.add(OK, f"CPU-only build: {build.label} ({why})")
         return found
-    windows_last = facts()["tensorflow"]["windows_gpu_last"]
-    if (build.framework == "tensorflow" and host.os == "windows"
-            and _minor(Version(build.version)) > _minor(Version(windows_last))):
+    block = frameworks.get(build.framework).gpu_block(build, host.os)
+    if block is not None:
         found.blocked = True
-        _no_gpu(build, facts()["tensorflow"]["windows_gpu_note"].rstrip("."), require_gpu, found,
-                "use WSL2 with pip install 'tensorflow[and-cuda]'",
-                'or on native Windows: pip install "tensorflow<2.11" with CUDA 11.2 and cuDNN 8.1')
+        _no_gpu(build, block.why, require_gpu, found, *block.fixes)
         return found
     if host.driver_version is None and not host.gpu_ccs:
         need = min_driver(build.cuda, host.os).min_driver if host.os in OPERATING_SYSTEMS else None
@@ -473,11 +312,12 @@ def _assess(build: Build, host: HostProfile, require_gpu: bool) -> _Findings:
 
 def _suggestion(build: Build, host: HostProfile) -> str | None:
     """The newest release of the same framework that would use this host's GPU."""
-    dist = "torch" if build.framework == "torch" else "tensorflow"
-    for key in known_releases(build.framework):
+    framework = frameworks.get(build.framework)
+    dist = framework.distributions[0]
+    for key in framework.releases():
         if build.gpu_capable and _minor(Version(key)) == _minor(Version(build.version)):
             continue
-        candidate = framework_build(dist, key)
+        candidate = frameworks.framework_build(dist, key)
         if candidate is None or not candidate.gpu_capable:
             continue
         result = _assess(candidate, host, False)

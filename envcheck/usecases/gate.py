@@ -12,11 +12,12 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import UsageError
+from ..results import Result
 
-SCHEMA = "envcheck.gate/1"
+DEFAULT_MAX_AGE = "24h"  # a stored validation older than this is checked again
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -40,7 +41,8 @@ class NotReady(Exception):
 
 
 @dataclass
-class GateResult:
+class GateResult(Result):
+    schema: ClassVar[str] = "envcheck.gate/1"
     env: str
     ready: bool
     cached: bool
@@ -50,8 +52,12 @@ class GateResult:
     gpus_usable: int
     report: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "env": self.env, "ready": self.ready, "cached": self.cached,
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ready else 1
+
+    def body(self) -> dict[str, Any]:
+        return {"env": self.env, "ready": self.ready, "cached": self.cached,
                 "reason": self.reason, "fix": self.fix, "age_s": self.age_s,
                 "gpus_usable": self.gpus_usable, "verdict": self.report.get("verdict"),
                 "report": self.report}
@@ -89,38 +95,25 @@ def _judge(name: str, report: dict[str, Any], cached: bool, require_gpu: bool, m
     return GateResult(name, ready, cached, reason, fix, _age(report), usable, report)
 
 
-def check(home, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
-          max_age: float = 86400.0, smoke: bool = False) -> GateResult:
-    """Gate env ``name`` (None: the env `select` picks) on this host, from cache when valid."""
-    from ..host.probe import probe
-    from ..validation.reports import fingerprint, load_report, store_report
-    from ..envs.store import EnvStore
+def check(session, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
+          max_age: float | None = None, smoke: bool = False) -> GateResult:
+    """Gate env ``name`` (None or "auto": the env `select` picks) on this host, from the stored
+    validation when it still holds."""
+    from ..validation.reports import fingerprint, load_report
 
-    store = EnvStore(home)
-    host = probe()
-    if name is None:
-        from .selection import select
-
-        selection = select(store.list(), host, home=home, require_gpu=require_gpu)
-        if selection.chosen is None:
-            raise UsageError(selection.warning or "no env to check", "create one first")
-        name = selection.chosen
-    info = store.get(name)
-    stored = load_report(home, name)
-    if _usable_cache(stored, fingerprint(info, host), max_age, smoke):
-        return _judge(name, stored, True, require_gpu, min_gpus)
-    from ..validation.validate import validate
-
-    report = validate(info, host, devices="all", smoke=smoke)
-    if info.state != "broken":
-        store_report(home, report)
-    return _judge(name, report.to_json(), False, require_gpu, min_gpus)
+    max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
+    info = session.resolve_env(name, require_gpu=require_gpu).info
+    stored = load_report(session.home, info.name)
+    if _usable_cache(stored, fingerprint(info, session.host), max_age, smoke):
+        return _judge(info.name, stored, True, require_gpu, min_gpus)
+    report = session.validate_and_store(info, smoke=smoke)
+    return _judge(info.name, report.to_json(), False, require_gpu, min_gpus)
 
 
 def _running_env() -> tuple[Any, Any]:
     """(home, EnvInfo) for the interpreter running now: its envcheck env, else a plain view of it."""
-    from ..paths import Home
     from ..envs.store import EnvInfo, EnvStore
+    from ..paths import Home
 
     prefix = Path(sys.prefix)
     manifest = prefix / "envcheck.json"
@@ -136,27 +129,24 @@ def _running_env() -> tuple[Any, Any]:
     return None, info
 
 
-def ensure_ready(require_gpu: bool = False, min_gpus: int = 0, max_age: str | float = "24h") -> dict[str, Any]:
+def ensure_ready(require_gpu: bool = False, min_gpus: int = 0,
+                 max_age: str | float = DEFAULT_MAX_AGE) -> dict[str, Any]:
     """Judge the interpreter this code runs in; return the report or raise NotReady.
 
     Quick checks only (host, compat, integrity) unless a stored validation of this env is
     still valid. Imports no framework.
     """
-    from ..host.probe import probe
-    from ..validation.reports import fingerprint, load_report, store_report
+    from ..validation.reports import fingerprint, load_report
+    from .session import Session
 
     seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
     home, info = _running_env()
-    host = probe()
+    session = Session(home)
     stored = load_report(home, info.name) if home else None
-    if _usable_cache(stored, fingerprint(info, host), seconds, False):
+    if _usable_cache(stored, fingerprint(info, session.host), seconds, False):
         result = _judge(info.name, stored, True, require_gpu, min_gpus)
     else:
-        from ..validation.validate import validate
-
-        report = validate(info, host, smoke=False)
-        if home:
-            store_report(home, report)
+        report = session.validate_and_store(info, smoke=False, store=home is not None)
         result = _judge(info.name, report.to_json(), False, require_gpu, min_gpus)
     if not result.ready:
         raise NotReady(result)

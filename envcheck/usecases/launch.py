@@ -15,7 +15,8 @@ What the command gets:
 - the env's interpreter folder first on ``PATH``, ``VIRTUAL_ENV``; no ``PYTHONHOME`` / ``PYTHONPATH``
 - ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` (``--gpus none``: empty,
   which hides every GPU; ``all`` on a host where NVML shows no usable GPU: left as it was)
-- ``TF_FORCE_GPU_ALLOW_GROWTH=true`` (TensorFlow takes GPU memory as it needs it, not all at once)
+- the variables the env's framework asks for (``frameworks``' ``run_environ``; TensorFlow:
+  ``TF_FORCE_GPU_ALLOW_GROWTH=true``, so it takes GPU memory as it needs it, not all at once)
 - with ``--batch-size N``: ``ENVCHECK_GLOBAL_BATCH=N`` and ``ENVCHECK_PER_GPU_BATCH`` (N divided
   by the GPU count; with no GPU the CPU is the one replica, so it equals N)
 """
@@ -26,7 +27,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import EnvcheckError, OperationError, UsageError
+from ..errors import EnvcheckError, UsageError
 
 PCI_ORDER = "PCI_BUS_ID"
 DROPPED = ("PYTHONHOME", "PYTHONPATH")
@@ -116,38 +117,19 @@ def per_gpu_batch(global_batch: int, gpus: int) -> int:
 
 
 def command_environ(base: dict[str, str], env_path: Path, bin_dir: Path, gpus: list[int] | None,
-                    global_batch: int | None, per_gpu: int | None) -> dict[str, str]:
+                    global_batch: int | None, per_gpu: int | None,
+                    framework_environ: dict[str, str]) -> dict[str, str]:
     environ = {k: v for k, v in base.items() if k not in DROPPED}
     environ["PATH"] = os.pathsep.join(p for p in (str(bin_dir), base.get("PATH", "")) if p)
     environ["VIRTUAL_ENV"] = str(env_path)
     environ["CUDA_DEVICE_ORDER"] = PCI_ORDER
     if gpus is not None:
         environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
-    environ["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
+    environ.update(framework_environ)
     if global_batch is not None:
         environ["ENVCHECK_GLOBAL_BATCH"] = str(global_batch)
         environ["ENVCHECK_PER_GPU_BATCH"] = str(per_gpu)
     return environ
-
-
-def _resolve_env(home, name: str, host):
-    from ..envs.store import EnvStore
-
-    store = EnvStore(home)
-    notes = []
-    if name == "auto":
-        from .selection import select
-
-        selection = select(store.list(), host, home=home)
-        if selection.chosen is None:
-            raise OperationError(f"no env to run in: {selection.warning}")
-        name = selection.chosen
-        notes.append(f"env {name} selected: {selection.ranking[0].reason}")
-    info = store.get(name)
-    if info.state != "ready":
-        raise OperationError(f"env {name} is {info.state}: {info.problem}",
-                             f"envcheck env remove {name} --yes, then create it again")
-    return info, notes
 
 
 def _resolve_command(argv: list[str], path: str) -> str:
@@ -160,24 +142,32 @@ def _resolve_command(argv: list[str], path: str) -> str:
                           "check its spelling, or install it: envcheck env add ENV PACKAGE")
 
 
-def prepare(home, env_name: str, command: list[str], *, gpus: str = "all", batch_size: int | None = None,
-            host=None, base_environ: dict[str, str] | None = None) -> Launch:
+def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
+            batch_size: int | None = None, base_environ: dict[str, str] | None = None) -> Launch:
     """Check everything `envcheck run` needs and return what to execute, or raise.
 
-    ``host`` is a probe (probed when needed and None); ``base_environ`` defaults to os.environ.
+    ``base_environ`` defaults to os.environ.
     """
     if not command:
         raise UsageError("no command given", "envcheck run [OPTIONS] -- CMD [ARGS]...")
     spec = parse_gpus(gpus)
-    if host is None and (spec != "none" or env_name == "auto"):
-        from ..host.probe import probe
-
-        host = probe()
+    host = session.host if (spec != "none" or env_name == "auto") else None
     chosen, notes = choose_gpus(spec, host)
+    resolved = session.resolve_env(env_name, ready=True)
+    info = resolved.info
+    framework = _framework(info)
     per_gpu = per_gpu_batch(batch_size, len(chosen or [])) if batch_size is not None else None
-    info, env_notes = _resolve_env(home, env_name, host)
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info.path,
-                              info.python.parent, chosen, batch_size, per_gpu)
+                              info.python.parent, chosen, batch_size, per_gpu,
+                              framework.run_environ if framework else {})
     executable = _resolve_command(command, environ["PATH"])
     return Launch(info.name, info.path, list(command), executable, environ, chosen, batch_size, per_gpu,
-                  env_notes + notes)
+                  resolved.notes + notes)
+
+
+def _framework(info):
+    """The env's framework (the registry's first among those installed), or None."""
+    from .. import frameworks
+
+    found = frameworks.detect(info.packages)
+    return frameworks.get(found[0]) if found else None

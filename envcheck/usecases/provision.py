@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
-
-from packaging.version import Version
+from typing import Any, Callable, ClassVar
 
 from ..errors import BusyError, EnvcheckError, UsageError
+from ..results import Result
 
-SCHEMA = "envcheck.provision/1"
 ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
 DEFAULT_WAIT = 3600.0  # installing a GPU framework can take many minutes on a slow mirror
 
@@ -52,15 +50,20 @@ class Outcome:
 
 
 @dataclass
-class ProvisionResult:
+class ProvisionResult(Result):
+    schema: ClassVar[str] = "envcheck.provision/1"
     envs: list[Outcome] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.envs)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "envs": [asdict(o) for o in self.envs], "ok": self.ok}
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def body(self) -> dict[str, Any]:
+        return {"envs": [asdict(o) for o in self.envs], "ok": self.ok}
 
 
 @dataclass
@@ -118,40 +121,33 @@ def _judge_gpu(preset, host) -> Planned:
         return Planned(preset, f"{build.label} can't train on this host's GPUs: {why}",
                        verdict.fixes[0] if verdict.fixes else None)
     from ..validation.libraries import missing_libraries
+    from ..validation.validate import libraries_fix
 
     missing = missing_libraries(python.path, preset.libraries)
     if missing:
         return Planned(preset, f"system libraries missing: {', '.join(missing)}",
-                       f"install CUDA {preset.cuda} and cuDNN {preset.cudnn} and add their lib folders to "
-                       "LD_LIBRARY_PATH (or use the tensorflow-gpu-cuda12 preset, whose CUDA comes from pip)")
+                       libraries_fix(preset.cuda, preset.cudnn, build.framework))
     return Planned(preset)
 
 
 def preset_build(preset):
     """The framework build a preset would install: the newest release in the compat tables that
     its framework requirement admits (``tensorflow[and-cuda]~=2.21.0`` -> tensorflow 2.21)."""
-    from ..host.compat import DISTRIBUTIONS, framework_build, known_releases
-    from ..envs.metadata import canonical_name
-    from ..envs.presets import parse_requirement
+    from .. import frameworks
 
-    for text in preset.packages:
-        req = parse_requirement(text)
-        dist = canonical_name(req.name)
-        if dist not in DISTRIBUTIONS:
-            continue
-        framework = "torch" if dist == "torch" else "tensorflow"
-        for release in known_releases(framework):
-            if req.specifier.contains(Version(f"{release}.0"), prereleases=True):
-                return framework_build(dist, f"{release}.0")
-        return None
+    for requirement in preset.requirements:
+        if frameworks.of_distribution(requirement.name) is not None:
+            return frameworks.build_for_requirement(requirement)
     return None
 
 
 # -- 2. ensure --------------------------------------------------------------------------------
 
-def ensure(store, preset, *, installer: str | None = None, index: dict[str, Any] | None = None,
+def ensure(store, preset, *, installer: str | None = None, index=None,
            wait: float = DEFAULT_WAIT, progress: Callable[[str], None] | None = None) -> Outcome:
-    """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError."""
+    """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError.
+
+    ``index``: the command line's ``IndexSettings`` (None: the pip configuration alone)."""
     deadline = time.monotonic() + wait
     name = preset.name
     while True:
@@ -159,7 +155,7 @@ def ensure(store, preset, *, installer: str | None = None, index: dict[str, Any]
         if info is not None and info.state != "incomplete":
             return _compare(info, preset)
         try:
-            store.create(name, preset, installer=installer, index=index, progress=progress)
+            store.create(name, preset, installer=installer, index=index, keep_log=True, progress=progress)
             return Outcome(name, preset.name, "created", f"created from preset {preset.name}")
         except BusyError:
             if progress:
@@ -213,14 +209,9 @@ def _wait_unlocked(store, name: str, deadline: float) -> bool:
 
 # -- 3. check ---------------------------------------------------------------------------------
 
-def check(home, store, outcome: Outcome, host, *, smoke: bool, timeout: float) -> None:
+def check(session, outcome: Outcome, *, smoke: bool, timeout: float | None) -> None:
     """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
-    from ..validation.reports import store_report
-    from ..validation.validate import validate
-
-    info = store.get(outcome.name)
-    report = validate(info, host, smoke=smoke, timeout=timeout)
-    store_report(home, report)
+    report = session.validate_and_store(session.store.get(outcome.name), smoke=smoke, timeout=timeout)
     outcome.verdict = report.verdict
     if report.verdict == "not-ready" and outcome.action in ("created", "unchanged"):
         failed = next(c for c in report.checks if c.status == "fail")
@@ -228,26 +219,20 @@ def check(home, store, outcome: Outcome, host, *, smoke: bool, timeout: float) -
         outcome.fix = outcome.fix or failed.fix
 
 
-def provision(home, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
-              smoke: bool = True, installer: str | None = None, index: dict[str, Any] | None = None,
-              wait: float = DEFAULT_WAIT, timeout: float = 120.0, host=None,
+def provision(session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
+              smoke: bool = True, installer: str | None = None, index: Any = None,
+              wait: float = DEFAULT_WAIT, timeout: float | None = None,
               progress: Callable[[str], None] | None = None) -> ProvisionResult:
-    """Plan, ensure and check: see the module docstring. ``host`` is probed when None."""
-    from ..envs.store import EnvStore
-
-    if host is None:
-        from ..host.probe import probe
-
-        host = probe()
-    planned = plan(home, names, files, auto, host)
-    store = EnvStore(home)
+    """Plan, ensure and check: see the module docstring."""
+    planned = plan(session.home, names, files, auto, session.host if auto else None)
     result = ProvisionResult()
     for item in planned:
         if item.skip:
             result.envs.append(Outcome(item.preset.name, item.preset.name, "skipped", item.skip, fix=item.fix))
             continue
-        outcome = ensure(store, item.preset, installer=installer, index=index, wait=wait, progress=progress)
+        outcome = ensure(session.store, item.preset, installer=installer, index=index, wait=wait,
+                         progress=progress)
         if outcome.action != "failed":
-            check(home, store, outcome, host, smoke=smoke, timeout=timeout)
+            check(session, outcome, smoke=smoke, timeout=timeout)
         result.envs.append(outcome)
     return result

@@ -1,23 +1,17 @@
 """Pick the env to train with: a GPU env this host can really run, then a CPU env, else a warning.
 
-Reads only manifests, ``*.dist-info`` names and stored reports, plus one NVML probe, so it
-ranks a hundred envs in well under a second and starts no interpreter.
+Reads only manifests, ``*.dist-info`` names and stored reports, plus the session's one NVML
+probe, so it ranks a hundred envs in well under a second and starts no interpreter. With no
+``framework``, an env with any framework of the registry counts.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ..errors import UsageError
+from .. import frameworks
 from ..envs.metadata import canonical_name
-
-SCHEMA = "envcheck.selection/1"
-FRAMEWORK_DISTS = {
-    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly"),
-    "torch": ("torch",),
-    "jax": ("jax", "jaxlib"),
-}
-CPU_PRESET_HINT = "envcheck env create dl --preset tensorflow-cpu"
+from ..results import Result
 
 
 @dataclass
@@ -34,11 +28,13 @@ class Ranked:
 
 
 @dataclass
-class Selection:
+class Selection(Result):
+    schema: ClassVar[str] = "envcheck.selection/1"
     ranking: list[Ranked] = field(default_factory=list)
     excluded: list[dict[str, str]] = field(default_factory=list)
     warning: str | None = None
     host: dict[str, Any] = field(default_factory=dict)
+    require_gpu: bool = False
 
     @property
     def chosen(self) -> str | None:
@@ -48,24 +44,24 @@ class Selection:
     def gpu_tier(self) -> list[Ranked]:
         return [r for r in self.ranking if r.tier == "gpu"]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "selected": self.chosen, "ranking": [r.to_json() for r in self.ranking],
+    @property
+    def exit_code(self) -> int:
+        return 1 if not self.ranking or (self.require_gpu and not self.gpu_tier) else 0
+
+    def body(self) -> dict[str, Any]:
+        return {"selected": self.chosen, "ranking": [r.to_json() for r in self.ranking],
                 "excluded": self.excluded, "warning": self.warning, "host": self.host}
 
 
-def parse_requires(requires: tuple[str, ...] | list[str]):
-    from ..envs.presets import parse_requirement
-
-    return [parse_requirement(r) for r in requires]
-
-
-def _satisfies(packages: dict[str, str], framework: str, requirements) -> str | None:
+def _missing(packages: dict[str, str], framework: str | None, requirements) -> str | None:
     """None when the env qualifies, else why not."""
     from ..validation.integrity import satisfied
 
-    dists = FRAMEWORK_DISTS[framework]
-    if not any(d in packages for d in dists):
-        return f"no {framework} ({' / '.join(dists)})"
+    wanted = [frameworks.get(framework)] if framework else list(frameworks.registry().values())
+    if not any(d in packages for fw in wanted for d in fw.distributions):
+        if framework:
+            return f"no {framework} ({' / '.join(wanted[0].distributions)})"
+        return f"no known framework ({', '.join(frameworks.names())})"
     for req in requirements:
         have = packages.get(canonical_name(req.name))
         if not satisfied(req, packages):
@@ -73,9 +69,14 @@ def _satisfies(packages: dict[str, str], framework: str, requirements) -> str | 
     return None
 
 
-def _sort_key(ranked: Ranked, build_version):
+def _sort_key(ranked: Ranked, build) -> tuple:
+    """GPU tier first; then a passed validation; on the CPU tier a CPU-only build before a GPU
+    build that can't use a GPU here (it could only validate `degraded`); then the newest
+    framework; then the name."""
     passed = ranked.validated in ("ready", "degraded")
-    return (0 if ranked.tier == "gpu" else 1, 0 if passed else 1, _neg_version(build_version), ranked.name)
+    idle_gpu_build = ranked.tier == "cpu" and build is not None and build.gpu_capable
+    return (0 if ranked.tier == "gpu" else 1, 0 if passed else 1, 1 if idle_gpu_build else 0,
+            _neg_version(build.version if build else None), ranked.name)
 
 
 def _neg_version(version):
@@ -88,11 +89,11 @@ def _neg_version(version):
     return tuple(-x for x in v.release) + (0,) * (4 - len(v.release))
 
 
-def _tier(info, build, host, verdict_of_env, stored) -> tuple[str, str]:
+def _tier(info, build, host, stored) -> tuple[str, str]:
     from ..host.compat import HostProfile, judge
 
     if build is None or not build.gpu_capable:
-        return "cpu", f"CPU-only build ({build.label if build else 'unknown framework'})"
+        return "cpu", f"CPU-only build ({build.label if build else 'framework build not known'})"
     reason = host.no_gpu_reason()
     if reason:
         return "cpu", f"GPU build, but no usable GPU here: {reason[0]}"
@@ -106,37 +107,37 @@ def _tier(info, build, host, verdict_of_env, stored) -> tuple[str, str]:
     return "gpu", f"{build.label} runs on {len(host.usable_gpus)} GPU(s), driver {host.driver_version}{note}"
 
 
-def select(envs: list, host=None, *, framework: str = "tensorflow", requires=(), home=None,
+def select(envs: list, host, *, framework: str | None = None, requires=(), home=None,
            require_gpu: bool = False) -> Selection:
-    """Rank ``envs`` (store EnvInfo) for training on ``host`` (a probe; probed when None)."""
-    from ..host.compat import build_from_packages
+    """Rank ``envs`` (store EnvInfo) for training on ``host`` (a probe)."""
+    from ..envs.presets import parse_requirement
 
-    if framework not in FRAMEWORK_DISTS:
-        raise UsageError(f"unknown framework {framework!r}", "use tensorflow, torch or jax")
-    requirements = parse_requires(requires) if requires else []
-    if host is None:
-        from ..host.probe import probe
-
-        host = probe()
+    if framework is not None:
+        frameworks.get(framework)  # an unknown name is a UsageError before any work
+    requirements = [parse_requirement(r) for r in requires]
     selection = Selection(host={"nvml": host.nvml_status, "usable_gpus": len(host.usable_gpus),
-                                "driver_version": host.driver_version})
+                                "driver_version": host.driver_version}, require_gpu=require_gpu)
     keyed = []
     for info in envs:
         if info.state != "ready":
             selection.excluded.append({"name": info.name, "reason": f"env is {info.state}"})
             continue
-        why_not = _satisfies(info.packages, framework, requirements)
+        why_not = _missing(info.packages, framework, requirements)
         if why_not:
             selection.excluded.append({"name": info.name, "reason": why_not})
             continue
-        build = build_from_packages(info.packages)
+        packages = info.packages
+        if framework:
+            dists = frameworks.get(framework).distributions
+            packages = {n: v for n, v in packages.items() if canonical_name(n) in dists}
+        build = frameworks.build_from_packages(packages)
         stored = _stored_verdict(home, info.name)
-        tier, reason = _tier(info, build, host, None, stored)
-        ranked = Ranked(info.name, tier, reason, build.framework if build else None,
-                        build.version if build else None, stored)
-        keyed.append((_sort_key(ranked, build.version if build else None), ranked))
+        tier, reason = _tier(info, build, host, stored)
+        named = build.framework if build else (framework or frameworks.detect(info.packages)[0])
+        ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored)
+        keyed.append((_sort_key(ranked, build), ranked))
     selection.ranking = [r for _, r in sorted(keyed, key=lambda kv: kv[0])]
-    selection.warning = _warning(selection, framework, requirements, host, require_gpu)
+    selection.warning = _warning(selection, framework, requirements, host, require_gpu, home)
     return selection
 
 
@@ -149,15 +150,20 @@ def _stored_verdict(home, name: str) -> str | None:
     return report.get("verdict") if report else None
 
 
-def _warning(selection: Selection, framework: str, requirements, host, require_gpu: bool) -> str | None:
-    wanted = framework + "".join(f", {r}" for r in requirements)
-    gpu_hint = "envcheck env create dl-gpu --preset tensorflow-gpu-cuda12"
+def _warning(selection: Selection, framework: str | None, requirements, host,
+             require_gpu: bool, home) -> str | None:
+    from .hints import cpu_hint, gpu_hint
+
+    wanted = (framework or "a known framework") + "".join(f", {r}" for r in requirements)
     if not selection.ranking:
-        hint = CPU_PRESET_HINT + (f" (or, for this host's GPUs: {gpu_hint})" if host.usable_gpus else "")
-        return f"no env has {wanted}; create one: {hint}"
+        hint = cpu_hint(home, framework)
+        gpu = gpu_hint(home, host, framework)
+        return f"no env has {wanted}; create one: {hint}" + (f" (for this host's GPUs: {gpu})" if gpu else "")
     if require_gpu and not selection.gpu_tier:
         if not host.usable_gpus:
             message, fix = host.no_gpu_reason()
             return f"a GPU env is required but this host has no usable GPU: {message}; fix: {fix}"
-        return f"a GPU env is required but no env can use this host's GPUs; create one: {gpu_hint}"
+        gpu = gpu_hint(home, host, framework)
+        return ("a GPU env is required but no env can use this host's GPUs"
+                + (f"; {gpu}" if gpu else "; no GPU preset fits this host"))
     return None

@@ -7,19 +7,19 @@ prints; the CLI renders the ``Report``.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import frameworks
 from ..envs import manifest as mf
-from ..errors import UsageError
+from . import DEFAULT_TIMEOUT
+from .devices import Device, DeviceSpec, check_known, parse_devices, runner_name
 from .reports import SCHEMA, fingerprint
 
 STATUSES = ("pass", "warn", "fail", "skip")
-DEVICE_RE = re.compile(r"(cpu|gpu):(\d+)")
 
 
 @dataclass
@@ -63,29 +63,17 @@ def verdict_of(checks: list[Check]) -> str:
     return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
 
 
-def parse_devices(spec: str) -> list[str] | str:
-    """``all`` | ``cpu`` | ``gpu`` or a list like ``cpu:0,cpu:1`` / ``gpu:0,gpu:2``."""
-    spec = spec.strip().lower()
-    if spec in ("all", "cpu", "gpu"):
-        return spec
-    devices = [d.strip() for d in spec.split(",") if d.strip()]
-    bad = [d for d in devices if not DEVICE_RE.fullmatch(d)]
-    if not devices or bad:
-        raise UsageError(f"bad device list {spec!r}", "use all, cpu, gpu, or a list like cpu:0,cpu:1 or gpu:0,gpu:2")
-    return list(dict.fromkeys(devices))
-
-
 @dataclass
 class _Ctx:
     info: Any
     host: Any
-    spec: list[str] | str
+    spec: DeviceSpec
     smoke: bool
     timeout: float
     build: Any = None
     verdict: Any = None
     smoke_result: Any = None
-    devices: list[str] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     gpus_usable: int = 0
 
@@ -110,13 +98,14 @@ def _host(ctx: _Ctx) -> Check:
 
 
 def _compat(ctx: _Ctx) -> Check:
-    from ..host.compat import HostProfile, build_from_packages, judge
+    from ..host.compat import HostProfile, judge
 
-    ctx.build = build = build_from_packages(ctx.info.packages)
+    ctx.build = build = frameworks.build_from_packages(ctx.info.packages)
     if build is None:
         return Check("compat", "fail", "no known deep-learning framework installed",
                      f"packages: {', '.join(ctx.info.packages) or 'none'}",
-                     f"envcheck env add {ctx.info.name} tensorflow-cpu (or create it from a preset)")
+                     f"install one of {', '.join(frameworks.names())} with `envcheck env add "
+                     f"{ctx.info.name} PACKAGE`, or create an env from a preset (envcheck presets list)")
     profile = HostProfile.from_host(ctx.host, python=ctx.info.manifest.get("python", {}).get("version"))
     ctx.verdict = verdict = judge(build, profile)
     if build.gpu_capable and verdict.verdict != "fail" and verdict.uses_gpu:
@@ -169,44 +158,54 @@ def _libraries(ctx: _Ctx) -> Check:
         return Check("libraries", "pass", f"all {len(libraries)} CUDA/cuDNN libraries load", where)
     return Check("libraries", "fail", f"{len(missing)} of {len(libraries)} libraries missing: {', '.join(missing)}",
                  f"looked in {where}",
-                 f"install CUDA {ctx.info.preset.get('cuda')} and cuDNN {ctx.info.preset.get('cudnn')} and add "
-                 "their lib folders to LD_LIBRARY_PATH (or use the tensorflow-gpu-cuda12 preset, whose CUDA "
-                 "comes from pip)")
+                 libraries_fix(ctx.info.preset.get("cuda"), ctx.info.preset.get("cudnn"),
+                               ctx.build.framework if ctx.build else None))
+
+
+def libraries_fix(cuda: str | None, cudnn: str | None, framework: str | None) -> str:
+    """Install the system CUDA libraries, or use a preset of the framework that needs none."""
+    fix = f"install CUDA {cuda} and cuDNN {cudnn} and add their lib folders to LD_LIBRARY_PATH"
+    wheel_presets = frameworks.get(framework).gpu_presets[:1] if framework else ()
+    return fix + "".join(f" (or use the {p} preset, whose CUDA comes from pip)" for p in wheel_presets)
 
 
 def _plan_devices(ctx: _Ctx) -> None:
     """The devices to smoke-test; GPUs are left out (with the reason) when compat failed."""
-    gpus = [f"gpu:{g.cuda_index}" for g in ctx.host.usable_gpus if g.cuda_index is not None]
-    if isinstance(ctx.spec, list):
-        asked = ctx.spec
-        unknown = [d for d in asked if d.startswith("gpu:") and d not in gpus]
-        if unknown:
-            raise UsageError(f"unknown GPU {', '.join(unknown)}: this host has {', '.join(gpus) or 'no usable GPU'}",
-                             "see `envcheck gpu`")
+    gpus = [Device("gpu", g.index) for g in ctx.host.usable_gpus if g.cuda_index is not None]
+    if isinstance(ctx.spec, tuple):
+        asked = list(ctx.spec)
     elif ctx.spec == "cpu":
-        asked = ["cpu:0"]
+        asked = [Device("cpu", 0)]
     elif ctx.spec == "gpu":
         asked = gpus
     else:
-        asked = ["cpu:0", *gpus] if ctx.gpu_env else ["cpu:0"]
+        asked = [Device("cpu", 0), *gpus] if ctx.gpu_env else [Device("cpu", 0)]
     for device in asked:
-        if device.startswith("gpu:") and ctx.verdict is not None and ctx.verdict.verdict == "fail":
-            ctx.skipped[device] = "not attempted: the compat check failed"
-        elif device.startswith("gpu:") and not ctx.gpu_env:
-            ctx.skipped[device] = "not attempted: the env's framework is a CPU-only build"
+        if device.kind == "gpu" and ctx.verdict is not None and ctx.verdict.verdict == "fail":
+            ctx.skipped[str(device)] = "not attempted: the compat check failed"
+        elif device.kind == "gpu" and not ctx.gpu_env:
+            ctx.skipped[str(device)] = "not attempted: the env's framework is a CPU-only build"
         else:
             ctx.devices.append(device)
 
 
 def _run_smoke(ctx: _Ctx) -> None:
+    """The runner knows GPUs by CUDA's numbering: translate there and back."""
+    from dataclasses import replace
+
     from .smoke import run_smoke
 
-    cpus = [d for d in ctx.devices if d.startswith("cpu:")]
-    gpus = [d for d in ctx.devices if d.startswith("gpu:")]
+    names = {runner_name(d, ctx.host): str(d) for d in ctx.devices}
+    cpus = [n for n, d in names.items() if d.startswith("cpu:")]
+    gpus = [n for n, d in names.items() if d.startswith("gpu:")]
     replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
-    ctx.smoke_result = run_smoke(ctx.info.python, ctx.devices, timeout=ctx.timeout, import_timeout=ctx.timeout,
-                                 logical_cpus=len(cpus) if len(cpus) > 1 else 0,
-                                 multi_replica=bool(replicas), replica_devices=replicas or None)
+    backend = frameworks.get(ctx.build.framework).smoke_backend if ctx.build else "auto"
+    result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
+                       import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
+                       multi_replica=bool(replicas), replica_devices=replicas or None,
+                       env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
+                                                for d in result.devices])
 
 
 def _diagnosis(stderr: str) -> tuple[str | None, str]:
@@ -296,10 +295,14 @@ def _devices_json(ctx: _Ctx) -> list[dict[str, Any]]:
     return rows
 
 
-def validate(info, host, *, devices: str = "all", smoke: bool = True, timeout: float = 120.0) -> Report:
-    """Run every check for one env (``info`` from the store) against ``host`` (a probe)."""
+def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
+             timeout: float = DEFAULT_TIMEOUT) -> Report:
+    """Run every check for one env (``info`` from the store) against ``host`` (a probe).
+    A GPU in ``devices`` that this host can't use is a UsageError before any work."""
     started = time.perf_counter()
-    ctx = _Ctx(info, host, parse_devices(devices), smoke, timeout)
+    spec = parse_devices(devices)
+    check_known(spec, host)
+    ctx = _Ctx(info, host, spec, smoke, timeout)
     compat = _compat(ctx)
     checks = [_host(ctx), compat, _integrity(ctx), _libraries(ctx)]
     if smoke and info.state == "ready":

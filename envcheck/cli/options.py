@@ -1,0 +1,75 @@
+"""Options shared by several commands, each declared once: flag, default, parser, help.
+
+Click-free, so the gate's fast path (``fast.py``) parses ``check`` with the very same
+declarations that ``_common.declare`` turns into click options. A parser raises
+``UsageError`` (exit 2, one line with its fix) for a bad value.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import UsageError
+from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
+from ..validation import DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    dest: str
+    help: str
+    default: Any = None
+    parse: Callable[[str], Any] | None = None  # None with is_flag
+    metavar: str | None = None
+    is_flag: bool = False
+    show_default: bool = False
+
+    def convert(self, value: str) -> Any:
+        """The parsed value; a bad one is a UsageError naming this option."""
+        try:
+            return self.parse(value)
+        except UsageError as exc:
+            raise UsageError(f"{self.flag} {value}: {exc.message}", exc.fix) from None
+
+
+def positive_seconds(text: str | float) -> float:
+    """A finite number of seconds > 0 ('nan', 'inf', 0 and negatives are refused)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"bad number of seconds {text!r}", "give a finite number > 0, e.g. 120")
+    return value
+
+
+def count(text: str | int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise UsageError(f"bad count {text!r}", "give a whole number >= 0")
+    return value
+
+
+
+
+JSON = Option("--json", "as_json", "print the result as a versioned JSON document", False, is_flag=True)
+ENV = Option("--env", "env_name", "the env; auto = the one `envcheck select` picks", "auto", str,
+             "NAME|auto", show_default=True)
+REQUIRE_GPU = Option("--require-gpu", "require_gpu",
+                     "not ready unless the env can train on a GPU here", False, is_flag=True)
+MIN_GPUS = Option("--min-gpus", "min_gpus", "GPUs the env must be able to use", 0, count, "N")
+MAX_AGE = Option("--max-age", "max_age", "how old a stored validation may be (s, m, h or d)",
+                 DEFAULT_MAX_AGE, parse_age, "AGE", show_default=True)
+SMOKE = Option("--smoke", "smoke", "also run the smoke fit when the stored validation can't answer",
+               False, is_flag=True)
+NO_SMOKE = Option("--no-smoke", "no_smoke", "skip the smoke fit (quick checks only)", False, is_flag=True)
+TIMEOUT = Option("--timeout", "timeout", "seconds allowed per device (finite, > 0)",
+                 DEFAULT_TIMEOUT, positive_seconds, "SECONDS", show_default=True)
+
+CHECK = (ENV, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, JSON)
+

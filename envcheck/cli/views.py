@@ -1,0 +1,166 @@
+"""Text for people, one renderer per result class (JSON comes from the result itself)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .render import colour, table, text
+
+NA = "N/A"
+STATUS_MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL", "skip": "-"}
+
+
+# -- host -------------------------------------------------------------------------------------
+
+@text("envcheck.host.probe:HostState")
+def host_state(state) -> str:
+    """nvidia-smi-like header, one row per GPU, then per-GPU problems and warnings."""
+    lines = [_header(state)]
+    if state.gpus:
+        rows = [("GPU", "Name", "CC", "Memory used / total", "UUID", "Visible")]
+        rows += [_gpu_row(g) for g in state.gpus]
+        lines += table(rows, last_free=True)
+        lines += [f"GPU {g.index}: {g.status}: {g.problem}; fix: {g.fix}"
+                  for g in state.gpus if g.status != "ok"]
+        lines += [f"GPU {g.index}: {name} N/A ({why})"
+                  for g in state.gpus for name, why in g.unavailable.items()
+                  if name not in ("mig_mode", "persistence_mode")]
+    lines += [f"warning: {w}" for w in state.warnings]
+    reason = state.no_gpu_reason()
+    err = f"envcheck: no usable GPU: {reason[0]}\nfix: {reason[1]}" if reason else ""
+    return "\n".join(lines), err
+
+
+def _header(state) -> str:
+    if not state.ok and state.nvml_status != "no-gpu":
+        return f"NVML: {state.nvml_status}"
+    return (f"Driver Version: {state.driver_version or NA}   "
+            f"CUDA Version: {state.cuda_driver_version or NA}   "
+            f"NVML Version: {state.nvml_version or NA}")
+
+
+def _gpu_row(g) -> tuple[str, ...]:
+    memory = NA
+    if g.memory_total_mib is not None:
+        memory = f"{g.memory_used_mib} / {g.memory_total_mib} MiB"
+    uuid = (g.uuid[:12] + "…") if g.uuid and len(g.uuid) > 13 else (g.uuid or NA)
+    visible = f"yes (cuda:{g.cuda_index})" if g.visible else "no"
+    if g.status != "ok":
+        visible += f", {g.status}"
+    return (str(g.index), g.name or NA, g.compute_capability or NA, memory, uuid, visible)
+
+
+def host_line(host) -> str:
+    if host.usable_gpus:
+        names = ", ".join(f"{g.index}: {g.name} (cc {g.compute_capability})" for g in host.usable_gpus)
+        return f"driver {host.driver_version}, CUDA {host.cuda_driver_version}; GPUs {names}"
+    message, fix = host.no_gpu_reason()
+    return f"no usable NVIDIA GPU: {message}\n  fix: {fix}"
+
+
+# -- compat -----------------------------------------------------------------------------------
+
+@text("envcheck.usecases.compat:CompatResult")
+def compat(result) -> str:
+    build, host, source, verdict = result.build, result.host, result.source, result.verdict
+    if build.gpu_capable:
+        archs = " ".join(build.archs) if build.archs else "not known"
+        what = f"CUDA {build.cuda}, cuDNN {build.cudnn or 'not known'}, architectures {archs}"
+    else:
+        what = "CPU-only"
+    lines = [
+        f"build: {build.label} ({what})",
+        f"host:  driver {host.driver_version or 'none'} ({source['driver']}), GPU compute "
+        f"capability {', '.join(host.gpu_ccs) or 'none'} ({source['gpus']}), {host.os}, "
+        f"Python {host.python or 'not checked'}",
+        f"verdict: {colour(verdict.verdict)}",
+    ]
+    lines += [f"  - {reason}" for reason in verdict.reasons]
+    lines += [f"fix: {fix}" for fix in verdict.fixes]
+    return "\n".join(lines)
+
+
+# -- selection, gate --------------------------------------------------------------------------
+
+def ranking_lines(selection, indent: str = "  ") -> list[str]:
+    rows = [("*" if i == 1 else " ", r.name, r.tier, r.reason) for i, r in enumerate(selection.ranking, 1)]
+    rows += [(" ", ex["name"], "-", f"not ranked: {ex['reason']}") for ex in selection.excluded]
+    return table(rows, indent)
+
+
+@text("envcheck.usecases.selection:Selection")
+def selection(result) -> str:
+    lines = ranking_lines(result, "")
+    return "\n".join(lines), f"warning: {result.warning}" if result.warning else ""
+
+
+@text("envcheck.usecases.gate:GateResult")
+def gate(result) -> str:
+    source = f"stored validation, {result.age_s:.0f} s old" if result.cached else "checked now"
+    state = colour("ready" if result.ready else "NOT READY")
+    lines = [f"{state}: env {result.env}: {result.reason} ({source})"]
+    if result.fix:
+        lines.append(f"fix: {result.fix}")
+    return "\n".join(lines)
+
+
+# -- validation -------------------------------------------------------------------------------
+
+def _fmt(value, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def report_lines(report) -> list[str]:
+    build = report.build
+    head = f"env {report.env}"
+    if build.get("version"):
+        head += f": {build.get('framework', '')} {build.get('version')}"
+    lines = [head]
+    lines += table([(c.id, STATUS_MARK[c.status], c.summary) for c in report.checks], "  ")
+    if report.devices:
+        rows = [("DEVICE", "STATUS", "MS/STEP", "LOSS first -> last", "NOTE")]
+        for d in report.devices:
+            loss = (f"{_fmt(d['loss_first'], '.4f')} -> {_fmt(d['loss_last'], '.4f')}"
+                    if d["loss_first"] is not None else "-")
+            note = d.get("error") or (f"on {d['placed_on']}" if d.get("placed_on") else "")
+            rows.append((d["device"], d["status"], _fmt(d["ms_per_step"]), loss, note))
+        lines += [""] + table(rows, "  ")
+    if report.speedup:
+        parts = ", ".join(f"{dev} {ratio:.1f}x" for dev, ratio in report.speedup["gpu_over_cpu"].items())
+        lines += ["", f"  GPU over CPU speedup: {parts}"]
+    lines += [f"  fix ({c.id}): {c.fix}" for c in report.checks if c.fix and c.status in ("fail", "warn")]
+    lines.append(f"verdict: {colour(report.verdict)}")
+    return lines
+
+
+@text("envcheck.usecases.validate_envs:ValidationRun")
+def validation(run) -> str:
+    return "\n\n".join("\n".join(report_lines(r)) for r in run.reports)
+
+
+# -- provision, doctor ------------------------------------------------------------------------
+
+@text("envcheck.usecases.provision:ProvisionResult")
+def provision(result) -> str:
+    rows = [("ENV", "ACTION", "VERDICT", "REASON")]
+    rows += [(o.name, o.action, o.verdict or "-", o.reason) for o in result.envs]
+    lines = table(rows)
+    for o in result.envs:
+        if o.fix and not o.ok:
+            lines.append(f"fix ({o.name}): {o.fix}")
+        if o.log:
+            lines.append(f"full installer output ({o.name}): {o.log}")
+    bad = [o.name for o in result.envs if not o.ok]
+    lines.append("provision: " + (colour("ok") if not bad else f"NOT ok: {', '.join(bad)}"))
+    return "\n".join(lines)
+
+
+@text("envcheck.usecases.doctor:Diagnosis")
+def doctor(result: Any) -> str:
+    lines = [f"host: {host_line(result.host)}"]
+    lines += [f"  warning: {w}" for w in result.host.warnings]
+    lines.append("envs:")
+    lines += ranking_lines(result.selection)
+    if result.report:
+        lines += [""] + report_lines(result.report)
+    lines += ["", "next steps:"] + [f"  - {step}" for step in result.next_steps]
+    return "\n".join(lines)

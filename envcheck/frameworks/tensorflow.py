@@ -1,0 +1,56 @@
+"""TensorFlow: its distributions, how its build is read, and how envcheck runs it."""
+from __future__ import annotations
+
+from packaging.version import Version
+
+from ..data import compat_facts
+from .base import Build, Framework, GpuBlock, cpu_only, minor, row_build
+
+
+def _read_build(dist: str, version: Version, shown: str, local: str | None) -> Build | None:
+    tf = compat_facts()["tensorflow"]
+    releases = tf["releases"]
+    notes: list[str] = []
+    key = f"{version.major}.{version.minor}"
+    if dist == "tf-nightly":
+        key = max(releases, key=Version)
+        notes.append(f"tf-nightly: assumed to be built like the newest known release, {key}")
+    row = releases.get(key)
+    if row is None:
+        return None
+    build = row_build("tensorflow", dist, shown, row, notes)
+    release = minor(Version(key))
+    if dist == "tensorflow-cpu":
+        return cpu_only(build, "tensorflow-cpu is the CPU-only TensorFlow package")
+    if dist == "tensorflow" and release < minor(Version(tf["gpu_package_since"])):
+        return cpu_only(build, tf["gpu_package_note"])
+    if dist == "tensorflow-gpu" and release > minor(Version(tf["tensorflow_gpu_last"])):
+        return cpu_only(build, tf["gpu_package_note"])
+    return build
+
+
+def _gpu_block(build: Build, os: str) -> GpuBlock | None:
+    """TensorFlow after 2.10 has no GPU support on native Windows."""
+    tf = compat_facts()["tensorflow"]
+    if os != "windows" or minor(Version(build.version)) <= minor(Version(tf["windows_gpu_last"])):
+        return None
+    return GpuBlock(tf["windows_gpu_note"].rstrip("."),
+                    ("use WSL2 with pip install 'tensorflow[and-cuda]'",
+                     'or on native Windows: pip install "tensorflow<2.11" with CUDA 11.2 and cuDNN 8.1'))
+
+
+FRAMEWORK = Framework(
+    name="tensorflow",
+    title="TensorFlow",
+    distributions=("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly"),
+    table="tensorflow",
+    read_build=_read_build,
+    smoke_backend="tensorflow",
+    multi_device="MirroredStrategy",
+    batch_rule="split",
+    # TensorFlow takes all GPU memory at start unless told to grow as it needs.
+    run_environ={"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+    cpu_presets=("tensorflow-cpu",),
+    gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11.2"),
+    gpu_block=_gpu_block,
+)

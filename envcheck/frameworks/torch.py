@@ -1,0 +1,57 @@
+"""PyTorch: its distribution, how its build is read (``+cu118``/``+cpu`` local versions)."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from packaging.version import Version
+
+from ..data import compat_facts
+from .base import Build, Framework, cpu_only, major_minor, minor, row_build
+
+_CUDA_LOCAL = re.compile(r"cu(\d+)(\d)")
+
+
+def _variant_archs(version: Version, cuda: str) -> tuple[str, ...] | None:
+    for row in compat_facts()["torch"]["variant_archs"]["rows"]:
+        low, high = minor(Version(row["torch_from"])), minor(Version(row["torch_to"]))
+        if low <= minor(version) <= high and row["cuda"] == cuda:
+            return tuple(row["archs"])
+    return None
+
+
+def _read_build(dist: str, version: Version, shown: str, local: str | None) -> Build | None:
+    row = compat_facts()["torch"]["releases"].get(f"{version.major}.{version.minor}")
+    if row is None:
+        return None
+    build = row_build("torch", dist, shown, row)
+    if not local:
+        return build
+    if local.startswith("cpu"):
+        return cpu_only(build, f"+{local}: the CPU-only PyTorch build")
+    if local.startswith("rocm"):
+        return cpu_only(build, f"+{local}: a ROCm build, for AMD GPUs; no CUDA")
+    match = _CUDA_LOCAL.fullmatch(local)
+    if not match:
+        return replace(build, notes=(f"local version +{local} not recognised; facts of the "
+                                     "default PyPI wheel assumed",))
+    cuda = f"{int(match[1])}.{match[2]}"
+    if cuda == major_minor(build.cuda):
+        return build
+    archs = _variant_archs(version, cuda)
+    note = f"+{local}: a CUDA {cuda} build from download.pytorch.org; cuDNN not in the tables"
+    if archs is None:
+        note += ", compiled architectures not known"
+    return replace(build, cuda=cuda, cudnn=None, archs=archs, notes=(note,))
+
+
+FRAMEWORK = Framework(
+    name="torch",
+    title="PyTorch",
+    distributions=("torch",),
+    table="torch",
+    read_build=_read_build,
+    smoke_backend="torch",
+    multi_device="keras.distribution.DataParallel (Keras 3 on torch)",
+    batch_rule="split",
+)

@@ -1,0 +1,81 @@
+"""The next step to suggest when no env fits: one policy for every command's advice.
+
+Hints name presets that exist (built-in or the user's) and, for GPUs, fit this host; the env
+name in a hint is the preset's, as ``provision`` names envs, so following both makes no
+duplicate. A GPU preset this host's driver is too old for becomes "upgrade the driver",
+with the version it needs, never a create command that would fail.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import frameworks
+
+
+def create_command(preset: str) -> str:
+    return f"envcheck env create {preset} --preset {preset}"
+
+
+def _frameworks(name: str | None) -> list[frameworks.Framework]:
+    return [frameworks.get(name)] if name else list(frameworks.registry().values())
+
+
+def _preset(home, name: str):
+    from ..envs.presets import resolve_preset
+    from ..errors import UsageError
+
+    try:
+        return resolve_preset(home, name=name)
+    except UsageError:
+        return None  # not installed here, or a broken user file: not something to suggest
+
+
+def cpu_hint(home, framework: str | None = None) -> str:
+    for fw in _frameworks(framework):
+        for name in fw.cpu_presets:
+            if _preset(home, name) is not None:
+                return create_command(name)
+    fw = frameworks.get(framework) if framework else None
+    what = f"{fw.title} " if fw else ""
+    return (f"envcheck env create NAME --preset-file YOUR.toml (a preset listing {what}packages; "
+            f"there is no built-in {what}CPU preset)")
+
+
+def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
+    """A GPU preset that fits this host, else the driver upgrade one needs; None without GPUs."""
+    from ..host.compat import HostProfile, judge, min_driver
+
+    if not host.usable_gpus:
+        return None
+    profile = HostProfile.from_host(host)
+    upgrades: list[tuple[str, str, str]] = []
+    for fw in _frameworks(framework):
+        for name in fw.gpu_presets:
+            preset = _preset(home, name)
+            build = _preset_build(preset) if preset else None
+            if build is None or not build.gpu_capable:
+                continue
+            if judge(build, profile).uses_gpu:
+                return create_command(name)
+            need = min_driver(build.cuda, profile.os).min_driver
+            upgrades.append((need, name, build.cuda))
+    if not upgrades:
+        return None
+    need, name, cuda = min(upgrades, key=lambda u: [int(p) for p in u[0].split(".")])
+    return (f"upgrade the NVIDIA driver (now {host.driver_version}) to >= {need}, which preset "
+            f"{name} needs (CUDA {cuda}), then: {create_command(name)}")
+
+
+def _preset_build(preset):
+    for requirement in preset.requirements:
+        build = frameworks.build_for_requirement(requirement)
+        if build is not None:
+            return build
+    return None
+
+
+def create_hint(session, framework: str | None = None) -> str:
+    """What to create when there is nothing to use: a CPU env, and a GPU one where one fits."""
+    hint = f"create one: {cpu_hint(session.home, framework)}"
+    gpu = gpu_hint(session.home, session.host, framework) if session.host.usable_gpus else None
+    return hint + (f" (for this host's GPUs: {gpu})" if gpu else "")

@@ -1,0 +1,95 @@
+"""One command's working set: the env home, its store, and the host probed at most once.
+
+Every use case takes a :class:`Session`, so NVML is initialised at most once per envcheck
+process whatever the command does (select, then validate, then store), and the two policies
+that used to be copied into each command live here once: which env (:meth:`resolve_env`) and
+validate-then-store (:meth:`validate_and_store`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import OperationError, UsageError
+from ..paths import Home
+
+AUTO = "auto"
+
+
+@dataclass
+class Resolved:
+    """The env a command works on, and how it was chosen."""
+
+    info: Any  # envs.store.EnvInfo
+    selection: Any = None  # usecases.selection.Selection when chosen by `auto`
+    notes: list[str] = field(default_factory=list)
+
+
+class Session:
+    def __init__(self, home: Home | None = None, host: Any = None):
+        from ..envs.store import EnvStore
+
+        self.home = home if home is not None else Home()
+        self.store = EnvStore(self.home)
+        self._host = host
+
+    @property
+    def host(self) -> Any:
+        """This host's NVML facts (``host.probe.HostState``), read on first use only."""
+        if self._host is None:
+            from ..host.probe import probe
+
+            self._host = probe()
+        return self._host
+
+    def select(self, *, framework: str | None = None, requires: Sequence[str] = (),
+               require_gpu: bool = False):
+        from .selection import select
+
+        return select(self.store.list(), self.host, framework=framework, requires=requires,
+                      home=self.home, require_gpu=require_gpu)
+
+    def resolve_env(self, name: str | None, *, framework: str | None = None,
+                    require_gpu: bool = False, ready: bool = False) -> Resolved:
+        """Env ``name``, or with ``auto``/None the one :meth:`select` ranks first.
+
+        No env to choose is an OperationError carrying the selection's advice; with ``ready``
+        an env that is not ready is one too, with its repair.
+        """
+        if name in (None, AUTO):
+            selection = self.select(framework=framework, require_gpu=require_gpu)
+            if selection.chosen is None:
+                raise OperationError(f"no env to use: {selection.warning}")
+            info = self.store.get(selection.chosen)
+            note = f"env {info.name} selected: {selection.ranking[0].reason}"
+            resolved = Resolved(info, selection, [note])
+        else:
+            resolved = Resolved(self.store.get(name))
+        info = resolved.info
+        if ready and info.state != "ready":
+            raise OperationError(f"env {info.name} is {info.state}: {info.problem}",
+                                 f"envcheck env remove {info.name} --yes, then create it again")
+        return resolved
+
+    def validate_and_store(self, info: Any, *, devices: Any = "all", smoke: bool = True,
+                           timeout: float | None = None, store: bool = True):
+        """Validate ``info`` on this host; keep the report for the gate when the env is one of
+        envcheck's and still there (a broken env's report would describe nothing)."""
+        from ..validation.reports import store_report
+        from ..validation.validate import DEFAULT_TIMEOUT, validate
+
+        report = validate(info, self.host, devices=devices, smoke=smoke,
+                          timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        if store and info.state != "broken" and self.home.manifest(info.name).is_file():
+            store_report(self.home, report)
+        return report
+
+
+def require_envs(session: Session) -> list:
+    """Every env, or a UsageError saying how to make the first one."""
+    envs = session.store.list()
+    if not envs:
+        from .hints import create_hint
+
+        raise UsageError("no envs yet", create_hint(session))
+    return envs

@@ -1,0 +1,58 @@
+"""`validate`: which envs, validated and stored, as one result whatever their number."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import UsageError
+from ..results import Result
+
+VERDICTS = ("ready", "degraded", "not-ready")
+
+
+@dataclass
+class ValidationRun(Result):
+    schema: ClassVar[str] = "envcheck.validation/1"
+    reports: list[Any] = field(default_factory=list)  # validation.validate.Report
+    strict: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """The worst verdict of all reports."""
+        return max((r.verdict for r in self.reports), key=VERDICTS.index, default="not-ready")
+
+    @property
+    def exit_code(self) -> int:
+        failed = {"not-ready", "degraded"} if self.strict else {"not-ready"}
+        return 1 if not self.reports or self.verdict in failed else 0
+
+    def body(self) -> dict[str, Any]:
+        counts = {v.replace("-", "_"): sum(r.verdict == v for r in self.reports) for v in VERDICTS}
+        return {"reports": [r.to_json() for r in self.reports],
+                "summary": {"envs": len(self.reports), **counts, "verdict": self.verdict,
+                            "strict": self.strict}}
+
+
+def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = False,
+                  devices: Any = "all", smoke: bool = True, timeout: float | None = None,
+                  strict: bool = False) -> ValidationRun:
+    """Validate envs ``names``, or all of them, or (neither) the one `select` picks."""
+    from ..validation.devices import check_known, parse_devices
+
+    if names and all_envs:
+        raise UsageError("give env names or --all, not both",
+                         "envcheck validate NAME or envcheck validate --all")
+    spec = parse_devices(devices)
+    if names:
+        targets = [session.store.get(n) for n in names]
+    elif all_envs:
+        from .session import require_envs
+
+        targets = require_envs(session)
+    else:
+        targets = [session.resolve_env(None).info]
+    check_known(spec, session.host)
+    run = ValidationRun(strict=strict)
+    for info in targets:
+        run.reports.append(session.validate_and_store(info, devices=spec, smoke=smoke, timeout=timeout))
+    return run
