@@ -1,47 +1,46 @@
 """``envcheck diagnose FILE|-``: name the known GPU failures in a log, each with its fix.
 
-Findings are information: exit 0 whenever the log could be read, 2 when it can't.
+Exit codes as linters have them: 1 when at least one error-severity failure was found, 0 when
+none was (info findings alone are 0), 2 when the log can't be read.
 """
 from __future__ import annotations
 
-import sys
-from dataclasses import asdict
-
 import click
 
-from ..validation.diagnose import Finding, diagnose as find_causes
-from ..errors import UsageError
+from ..validation.diagnose import Diagnosis, Finding, diagnose_file, diagnose_stream
 from .output import emit_json
-
-SCHEMA = "envcheck.diagnosis/1"
 
 
 @click.command()
 @click.argument("log", metavar="FILE|-")
-@click.option("--json", "as_json", is_flag=True, help=f"print the {SCHEMA} JSON document")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the envcheck.diagnosis/1 JSON document instead of text")
 def diagnose(log: str, as_json: bool) -> None:
-    """Find known GPU/CUDA failures in a log FILE (or stdin: -) and say how to fix them."""
-    findings = find_causes(_read(log))
+    """Find known GPU/CUDA failures in a log FILE (or stdin: -), each with its cause and fix.
+
+    The log is streamed, so its size doesn't matter (up to 4 GiB). Exit 1 when an error was
+    found, 0 when none was, 2 when the log can't be read.
+    """
+    result = diagnose_stream(click.get_binary_stream("stdin"), "-") if log == "-" else diagnose_file(log)
     if as_json:
-        emit_json({"schema": SCHEMA, "source": log, "findings": [asdict(f) for f in findings]})
-    elif findings:
-        click.echo("\n\n".join(render(f) for f in findings))
+        emit_json(result.to_json())
     else:
-        click.echo(f"no known GPU failure found in {'stdin' if log == '-' else log}")
+        click.echo(render(result))
+    if result.exit_code:
+        raise click.exceptions.Exit(result.exit_code)
 
 
-def _read(log: str) -> str:
-    if log == "-":
-        return sys.stdin.read()
-    try:
-        with open(log, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {log}: {exc.strerror or exc}",
-                         "give a readable log file, or - for stdin") from None
+def render(result: Diagnosis) -> str:
+    where = "stdin" if result.source == "-" else result.source
+    if not result.findings:
+        return f"no known GPU failure found in {where} ({result.lines_read} lines)"
+    errors = len(result.errors)
+    summary = (f"{errors} error{'s' * (errors != 1)} and {len(result.findings) - errors} info "
+               f"in {where} ({result.lines_read} lines)")
+    return "\n\n".join([*(render_finding(f) for f in result.findings), summary])
 
 
-def render(finding: Finding) -> str:
+def render_finding(finding: Finding) -> str:
     label = f"#{finding.number} " if finding.number else ""
     lines = [
         f"[{finding.severity}] {label}{finding.id}: {finding.title}",
