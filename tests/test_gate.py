@@ -103,3 +103,24 @@ def test_fast_path_agrees_with_click_and_skips_it(gated):
     assert proc.returncode == 0
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert "click" not in imported and not imported & {"tensorflow", "torch", "jax"}
+
+
+def test_a_stored_failure_stands_against_a_quicker_check(home, tmp_path):
+    """validate's smoke fit failed: a quick `check` neither says ready nor overwrites it."""
+    from test_validate import standin_env
+
+    standin_env(home, tmp_path, "bad", "importerror")
+    env = clean_env(ENVCHECK_HOME=str(home), LD_LIBRARY_PATH=str(tmp_path))  # no NVML: a CPU host
+    assert envcheck(env, "validate", "bad", "--devices", "cpu", "--timeout", "20").code == 1
+    stored = (home / "envs" / "bad" / "envcheck-report.json").read_text()
+    r = envcheck(env, "check", "--env", "bad", "--json")
+    assert r.code == 1 and not r.json()["ready"] and r.json()["cached"]
+    assert "smoke" in r.json()["reason"]
+    assert (home / "envs" / "bad" / "envcheck-report.json").read_text() == stored
+
+
+def test_a_deleted_interpreter_misses_the_stored_pass(gated, home):
+    assert gate(gated)["cached"]
+    (home / "envs" / "tf" / "bin" / "python").unlink()
+    data = gate(gated)
+    assert not data["ready"] and not data["cached"] and "interpreter" in data["reason"]

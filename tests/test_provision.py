@@ -197,12 +197,18 @@ def test_auto_with_an_old_driver_makes_the_cpu_env_and_skips_the_gpu_presets(fak
 
 def test_auto_on_a_good_gpu_host_makes_the_gpu_env_and_names_missing_libraries(fake_nvml, auto_home, wheelhouse):
     write_preset(auto_home, "tensorflow-gpu-cuda11.2", GPU11_LIBS)
+    env = fake_nvml.env(gpus=(A100,), ENVCHECK_HOME=str(auto_home))
     r = auto(fake_nvml, auto_home, wheelhouse, FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040")
-    assert r.code == 0, r.err
     envs = by_name(r.json())
     assert envs["tensorflow-gpu-cuda12"]["action"] == "created"
-    assert envs["tensorflow-gpu-cuda12"]["verdict"] == "ready"
     assert manifest(auto_home, "tensorflow-gpu-cuda12")["preset"]["kind"] == "gpu"
+    # Even without the fit, GPU readiness needs the framework to have seen the GPUs: the
+    # stand-in can't be imported, so it is not ready, and select keeps it off the GPU tier.
+    assert r.code == 1
+    gpu_env = envs["tensorflow-gpu-cuda12"]
+    assert gpu_env["verdict"] == "not-ready" and "framework-gpus" in gpu_env["reason"], gpu_env
+    ranked = {x["name"]: x["tier"] for x in fake_nvml.cli(env, "select", "--json").json()["ranking"]}
+    assert ranked["tensorflow-gpu-cuda12"] == "cpu"
     cuda11 = envs["tensorflow-gpu-cuda11.2"]
     assert cuda11["action"] == "skipped"
     assert MISSING_LIB in cuda11["reason"] and "libc.so.6" not in cuda11["reason"]

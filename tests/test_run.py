@@ -18,20 +18,30 @@ kind = "cpu"
 framework = "tensorflow"
 packages = ["tensorflow-cpu==2.21.0"]
 """
+GPU_STANDIN = """title = "tensorflow (CUDA 12) stand-in"
+kind = "gpu"
+framework = "tensorflow"
+packages = ["tensorflow==2.21.0"]
+
+[gpu]
+cuda = "12.5"
+"""
 REPORT = ("import json, os, sys; print(json.dumps({'prefix': sys.prefix, 'executable': sys.executable, "
           "'env': {k: v for k, v in os.environ.items()}}))")
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, wheelhouse) -> Path:
-    """One env home with env `dl` (tensorflow-cpu stand-in), shared by this module's tests."""
+    """One env home with env `dl` (a GPU tensorflow stand-in) and env `cpu` (tensorflow-cpu),
+    shared by this module's tests."""
     root = tmp_path_factory.mktemp("run-home")
     (root / "presets").mkdir()
-    (root / "presets" / "standin-cpu.toml").write_text(CPU_STANDIN)
-    proc = subprocess.run([sys.executable, "-m", "envcheck", "env", "create", "dl", "--preset", "standin-cpu",
-                           *offline(wheelhouse)], capture_output=True, text=True,
-                          env=clean_env(ENVCHECK_HOME=str(root)), timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    for name, preset in (("dl", GPU_STANDIN), ("cpu", CPU_STANDIN)):
+        (root / "presets" / f"standin-{name}.toml").write_text(preset)
+        proc = subprocess.run([sys.executable, "-m", "envcheck", "env", "create", name, "--preset",
+                               f"standin-{name}", *offline(wheelhouse)], capture_output=True, text=True,
+                              env=clean_env(ENVCHECK_HOME=str(root)), timeout=300)
+        assert proc.returncode == 0, proc.stderr
     return root
 
 
@@ -164,3 +174,17 @@ def test_auto_with_no_env_exits_1_with_the_selection_warning(fake_nvml, tmp_path
     empty.mkdir()
     r = fake_nvml.cli(fake_nvml.env(gpus=(T4,), ENVCHECK_HOME=str(empty)), "run", "--", "true")
     assert r.code == 1 and "envcheck env create tensorflow-cpu --preset tensorflow-cpu" in r.err
+
+
+def test_gpus_asked_for_with_a_cpu_env_is_exit_2(run):
+    r = run("run", "--env", "cpu", "--gpus", "1", "--", "python", "-c", "print('ran')")
+    assert r.code == 2 and "ran" not in r.out
+    assert "env cpu can't use GPUs: its framework is a CPU-only build" in r.err and "--gpus none" in r.err
+    assert run("run", "--env", "cpu", "--gpus", "none", "--", "true").code == 0
+
+
+def test_gpus_with_auto_selects_a_gpu_env(run, home):
+    got = seen(run("run", "--gpus", "1", "--", "python", "-c", REPORT))
+    assert Path(got["prefix"]) == home / "envs" / "dl" and got["env"]["CUDA_VISIBLE_DEVICES"] == "1"
+    old = run("run", "--gpus", "1", "--", "true", FAKE_NVML_DRIVER="470.57.02", FAKE_NVML_CUDA="11040")
+    assert old.code == 2 and "can't use GPUs" in old.err

@@ -142,3 +142,24 @@ def test_integrity_names_a_dependency_removed_behind_the_envs_back(home, wheelho
     assert r.code == 1
     integrity = check(r.json()["reports"][0], "integrity")
     assert integrity["status"] == "fail" and "beta 1.0 requires alpha>=1.0, has not installed" in integrity["detail"]
+
+
+def test_removing_the_env_during_validate_reports_it_gone(home, tmp_path):
+    standin_env(home, tmp_path, "doomed", "hang")
+    proc = subprocess.Popen([sys.executable, "-m", "envcheck", "validate", "doomed", "--devices", "cpu",
+                             "--timeout", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_env(ENVCHECK_HOME=str(home)))
+    time.sleep(2)  # the runner is importing the hanging stand-in
+    assert envcheck(home, "env", "remove", "doomed", "--yes").code == 0
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in err and "internal error" not in err
+    assert "env doomed was removed while it was being validated" in err
+
+
+def test_the_smoke_fit_leaves_the_users_home_untouched(tf_home, tmp_path):
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    env = clean_env(ENVCHECK_HOME=str(tf_home), HOME=str(user_home))
+    r = envcheck(tf_home, "validate", "tf", "--devices", "cpu", env=env)
+    assert r.code == 0, r.err
+    assert list(user_home.iterdir()) == []

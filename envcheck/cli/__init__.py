@@ -40,7 +40,8 @@ def _click_exit_code(exc: Exception) -> int | None:
         return 130
     if isinstance(exc, click.UsageError):
         where = exc.ctx.command_path if exc.ctx else "envcheck"
-        print(f"envcheck: error: {exc.format_message()}; fix: see `{where} --help`", file=sys.stderr)
+        print(f"envcheck: error: {exc.format_message().rstrip('.')}; fix: see `{where} --help`",
+              file=sys.stderr)
         return 2
     if isinstance(exc, click.ClickException):
         exc.show()

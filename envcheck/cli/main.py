@@ -36,7 +36,18 @@ class LazyGroup(click.Group):
         if target is None or not self._module_exists(name):
             return None
         module, attr = target.split(":")
-        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+        return _whole_short_help(getattr(importlib.import_module(f"{__package__}.{module}"), attr))
+
+
+def _whole_short_help(command: click.Command) -> click.Command:
+    """The listing shows each command's first help line whole (click cuts it mid-phrase at 45
+    characters); the help formatter wraps it to the terminal instead."""
+    if command.short_help is None and command.help:
+        command.short_help = command.help.strip().splitlines()[0]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _whole_short_help(sub)
+    return command
 
 
 class Context:

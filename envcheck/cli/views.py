@@ -164,3 +164,36 @@ def doctor(result: Any) -> str:
         lines += [""] + report_lines(result.report)
     lines += ["", "next steps:"] + [f"  - {step}" for step in result.next_steps]
     return "\n".join(lines)
+
+
+# -- presets, envs ----------------------------------------------------------------------------
+
+@text("envcheck.usecases.catalogue:PresetListing")
+def preset_listing(result) -> str:
+    from ..envs.presets import specifier_text
+
+    rows = [("NAME", "KIND", "FRAMEWORK", "PYTHON", "TITLE")]
+    rows += [(p.name + ("*" if p.origin == "user" else ""), p.kind, p.framework,
+              specifier_text(p.requires_python) or "any", p.title) for p in result.presets]
+    lines = table(rows)
+    if any(p.origin == "user" for p in result.presets):
+        lines.append(f"\n* from {result.user_dir}")
+    return "\n".join(lines)
+
+
+@text("envcheck.usecases.catalogue:PresetDetail")
+def preset_detail(result) -> str:
+    from ..envs.presets import specifier_text
+
+    preset = result.preset
+    fields = [("name", preset.name), ("title", preset.title), ("kind", preset.kind),
+              ("framework", preset.framework),
+              ("requires-python", specifier_text(preset.requires_python) or "any"),
+              ("packages", ", ".join(preset.packages))]
+    if preset.kind == "gpu":
+        fields += [("cuda", preset.cuda or "-"), ("cudnn", preset.cudnn or "-"),
+                   ("libraries", ", ".join(preset.libraries) or "none (from pip wheels or bundled)")]
+    fields += [("source", f"{preset.source} ({preset.origin})"), ("content hash", preset.content_hash[:16])]
+    if preset.description:
+        fields.append(("description", preset.description))
+    return "\n".join(f"{label + ':':<17}{value}" for label, value in fields)

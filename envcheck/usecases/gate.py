@@ -71,12 +71,21 @@ def _age(report: dict[str, Any]) -> float | None:
     return (datetime.now(timezone.utc) - created).total_seconds()
 
 
-def _usable_cache(report: dict | None, current: dict, max_age: float, smoke: bool) -> bool:
-    if not report or report.get("verdict") not in ("ready", "degraded"):
+def _stored_answer(report: dict | None, current: dict, max_age: float, smoke: bool) -> bool:
+    """May the stored report answer? It must be of this fingerprint and fresh. A pass answers
+    when it went as deep as asked; a failure stands until a validation at least as deep as
+    it says otherwise (so a quick check never turns a failed smoke fit into "ready")."""
+    from ..validation.reports import deeper
+
+    if not report or report.get("fingerprint") != current:
         return False
     age = _age(report)
-    return (age is not None and 0 <= age <= max_age and report.get("fingerprint") == current
-            and (report.get("smoke") or not smoke))
+    if age is None or not 0 <= age <= max_age:
+        return False
+    depth = report.get("depth") or ("smoke" if report.get("smoke") else "quick")
+    if report.get("verdict") in ("ready", "degraded"):
+        return not (smoke and deeper("smoke", depth))
+    return deeper(depth, "smoke" if smoke else "listing")  # a rerun would go less deep
 
 
 def _judge(name: str, report: dict[str, Any], cached: bool, require_gpu: bool, min_gpus: int) -> GateResult:
@@ -104,7 +113,7 @@ def check(session, name: str | None, *, require_gpu: bool = False, min_gpus: int
     max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
     info = session.resolve_env(name, require_gpu=require_gpu).info
     stored = load_report(session.home, info.name)
-    if _usable_cache(stored, fingerprint(info, session.host), max_age, smoke):
+    if _stored_answer(stored, fingerprint(info, session.host), max_age, smoke):
         return _judge(info.name, stored, True, require_gpu, min_gpus)
     report = session.validate_and_store(info, smoke=smoke)
     return _judge(info.name, report.to_json(), False, require_gpu, min_gpus)
@@ -143,7 +152,7 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0,
     home, info = _running_env()
     session = Session(home)
     stored = load_report(home, info.name) if home else None
-    if _usable_cache(stored, fingerprint(info, session.host), seconds, False):
+    if _stored_answer(stored, fingerprint(info, session.host), seconds, False):
         result = _judge(info.name, stored, True, require_gpu, min_gpus)
     else:
         report = session.validate_and_store(info, smoke=False, store=home is not None)

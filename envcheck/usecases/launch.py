@@ -153,8 +153,11 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     spec = parse_gpus(gpus)
     host = session.host if (spec != "none" or env_name == "auto") else None
     chosen, notes = choose_gpus(spec, host)
-    resolved = session.resolve_env(env_name, ready=True)
+    asked_gpus = isinstance(spec, list) and bool(spec)
+    resolved = session.resolve_env(env_name, ready=True, require_gpu=asked_gpus)
     info = resolved.info
+    if asked_gpus:
+        _check_gpu_env(info, host, gpus)
     framework = _framework(info)
     per_gpu = per_gpu_batch(batch_size, len(chosen or [])) if batch_size is not None else None
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info.path,
@@ -163,6 +166,25 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     executable = _resolve_command(command, environ["PATH"])
     return Launch(info.name, info.path, list(command), executable, environ, chosen, batch_size, per_gpu,
                   resolved.notes + notes)
+
+
+def _check_gpu_env(info, host, asked: str) -> None:
+    """GPUs asked for by number with an env that can't use them: a UsageError, not a silent
+    CPU run."""
+    from .. import frameworks
+    from ..host.compat import HostProfile, judge
+
+    build = frameworks.build_from_packages(info.packages)
+    if build is None or not build.gpu_capable:
+        why = f"its framework is a CPU-only build ({build.label})" if build else "it has no known framework"
+    else:
+        python = info.manifest.get("python", {}).get("version")
+        verdict = judge(build, HostProfile.from_host(host, python=python))
+        if verdict.uses_gpu:
+            return
+        why = verdict.reasons[0] if verdict.reasons else "its build can't use this host's GPUs"
+    raise UsageError(f"--gpus {asked}: env {info.name} can't use GPUs: {why}",
+                     "run in a GPU env (see `envcheck select --require-gpu`) or pass --gpus none")
 
 
 def _framework(info):

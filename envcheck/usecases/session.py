@@ -75,14 +75,35 @@ class Session:
                            timeout: float | None = None, store: bool = True):
         """Validate ``info`` on this host; keep the report for the gate when the env is one of
         envcheck's and still there (a broken env's report would describe nothing)."""
+        from ..validation import DEFAULT_TIMEOUT
         from ..validation.reports import store_report
-        from ..validation.validate import DEFAULT_TIMEOUT, validate
+        from ..validation.validate import validate
 
-        report = validate(info, self.host, devices=devices, smoke=smoke,
-                          timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
-        if store and info.state != "broken" and self.home.manifest(info.name).is_file():
-            store_report(self.home, report)
+        gone = OperationError(f"env {info.name} was removed while it was being validated",
+                              "see `envcheck env list`")
+        try:
+            report = validate(info, self.host, devices=devices, smoke=smoke,
+                              timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+            if not info.path.exists():
+                raise gone
+            if store and self._keeps(info, report):
+                store_report(self.home, report)
+        except FileNotFoundError:
+            if info.path.exists():
+                raise
+            raise gone from None
         return report
+
+    def _keeps(self, info: Any, report: Any) -> bool:
+        """Store ``report`` unless the env is broken or gone, or a deeper report of the same
+        fingerprint is stored: a quick check never overwrites a deeper result."""
+        from ..validation.reports import deeper, load_report
+
+        if info.state == "broken" or not self.home.manifest(info.name).is_file():
+            return False
+        stored = load_report(self.home, info.name)
+        return not (stored and stored.get("fingerprint") == report.fingerprint
+                    and deeper(stored.get("depth"), report.depth))
 
 
 def require_envs(session: Session) -> list:

@@ -46,6 +46,7 @@ class Report:
     wall_s: float
     smoke: bool
     gpus_usable: int = 0  # GPUs this env's framework build can train on here
+    depth: str = "quick"  # how deep it went: one of reports.DEPTHS
 
 
     def to_json(self) -> dict[str, Any]:
@@ -76,6 +77,7 @@ class _Ctx:
     devices: list[Device] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     gpus_usable: int = 0
+    listing: bool = False  # the framework listed its devices, no fit (--no-smoke on a GPU host)
 
     @property
     def gpu_env(self) -> bool:
@@ -191,6 +193,7 @@ def _plan_devices(ctx: _Ctx) -> None:
 
 def _run_smoke(ctx: _Ctx) -> None:
     """The runner knows GPUs by CUDA's numbering: translate there and back."""
+    import tempfile
     from dataclasses import replace
 
     from .smoke import run_smoke
@@ -200,10 +203,12 @@ def _run_smoke(ctx: _Ctx) -> None:
     gpus = [n for n, d in names.items() if d.startswith("gpu:")]
     replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
     backend = frameworks.get(ctx.build.framework).smoke_backend if ctx.build else "auto"
-    result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
-                       import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
-                       multi_replica=bool(replicas), replica_devices=replicas or None,
-                       env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    # Keras writes keras.json into $KERAS_HOME (default ~/.keras): keep the user's home untouched.
+    with tempfile.TemporaryDirectory(prefix="envcheck-keras-") as keras_home:
+        result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
+                           import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
+                           multi_replica=bool(replicas), replica_devices=replicas or None,
+                           env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "KERAS_HOME": keras_home})
     ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
                                                 for d in result.devices])
 
@@ -217,11 +222,31 @@ def _diagnosis(stderr: str) -> tuple[str | None, str]:
     return "; ".join(f"{f.fix}" for f in findings[:2]), "; ".join(f"{f.title}: {f.cause}" for f in findings[:2])
 
 
+def _gpus_to_list(ctx: _Ctx) -> bool:
+    """Without the fit, GPU readiness still needs the framework to have seen the GPUs."""
+    return (ctx.info.state == "ready" and ctx.gpu_env and bool(ctx.host.usable_gpus)
+            and ctx.verdict is not None and ctx.verdict.verdict != "fail")
+
+
+def _list_devices(ctx: _Ctx) -> None:
+    from .smoke import list_devices
+
+    backend = frameworks.get(ctx.build.framework).smoke_backend
+    ctx.smoke_result = list_devices(ctx.info.python, backend=backend, timeout=ctx.timeout,
+                                    env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    ctx.listing = True
+
+
 def _sees_gpus(ctx: _Ctx) -> Check:
     result = ctx.smoke_result
-    if result is None or result.error:
-        return Check("framework-gpus", "skip", "not measured (no smoke run)" if result is None
-                     else "not measured: the framework did not start")
+    if result is None:
+        return Check("framework-gpus", "skip", "not measured (no smoke run)")
+    if result.error:
+        if ctx.listing:
+            fix, cause = _diagnosis(result.stderr_tail)
+            return Check("framework-gpus", "fail", f"the framework did not start: {_first_line(result.error)}",
+                         cause or result.stderr_tail[-800:], fix or "reinstall the framework in this env")
+        return Check("framework-gpus", "skip", "not measured: the framework did not start")
     build = result.build
     facts = ", ".join(f"{k}={v}" for k, v in build.items() if v not in (None, "", [], {}))
     visible = len(ctx.host.usable_gpus)
@@ -238,7 +263,7 @@ def _sees_gpus(ctx: _Ctx) -> Check:
 
 def _smoke_check(ctx: _Ctx) -> Check:
     result = ctx.smoke_result
-    if result is None:
+    if result is None or ctx.listing:
         return Check("smoke", "skip", "skipped (--no-smoke)" if not ctx.smoke else "no device to test")
     failed = [d for d in result.devices if d.status != "pass"]
     fix, cause = _diagnosis(result.stderr_tail)
@@ -305,15 +330,24 @@ def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
     ctx = _Ctx(info, host, spec, smoke, timeout)
     compat = _compat(ctx)
     checks = [_host(ctx), compat, _integrity(ctx), _libraries(ctx)]
+    depth = "quick"
     if smoke and info.state == "ready":
         _plan_devices(ctx)
         if ctx.devices:
             _run_smoke(ctx)
+            depth = "smoke"
+    elif _gpus_to_list(ctx):
+        _list_devices(ctx)
+        depth = "listing"
     speedup_check, speedup = _speedup(ctx)
-    checks += [_sees_gpus(ctx), _smoke_check(ctx), _multi(ctx), speedup_check]
+    sees = _sees_gpus(ctx)
+    if sees.status != "pass":
+        ctx.gpus_usable = 0  # GPUs count only once the framework itself has seen them
+    checks += [sees, _smoke_check(ctx), _multi(ctx), speedup_check]
     result = ctx.smoke_result
     return Report(env=info.name, verdict=verdict_of(checks), checks=checks, devices=_devices_json(ctx),
                   multi_replica=asdict(result.multi_replica) if result and result.multi_replica else None,
                   speedup=speedup, build=result.build if result else {},
                   host=host.to_json(), fingerprint=fingerprint(info, host), created=mf.now(),
-                  wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable)
+                  wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable,
+                  depth=depth)
