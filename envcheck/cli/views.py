@@ -197,3 +197,28 @@ def preset_detail(result) -> str:
     if preset.description:
         fields.append(("description", preset.description))
     return "\n".join(f"{label + ':':<17}{value}" for label, value in fields)
+
+
+# -- diagnosis --------------------------------------------------------------------------------
+
+@text("envcheck.validation.diagnose:Diagnosis")
+def diagnosis(result) -> str:
+    where = "stdin" if result.source == "-" else result.source
+    if not result.findings:
+        return f"no known GPU failure found in {where} ({result.lines_read} lines)"
+    errors = len(result.errors)
+    summary = (f"{errors} error{'s' * (errors != 1)} and {len(result.findings) - errors} info "
+               f"in {where} ({result.lines_read} lines)")
+    return "\n\n".join([*(render_finding(f) for f in result.findings), summary])
+
+
+def render_finding(finding) -> str:
+    label = f"#{finding.number} " if finding.number else ""
+    lines = [
+        f"[{finding.severity}] {label}{finding.id}: {finding.title}",
+        f"  line {finding.line_number}: {finding.line}",
+        f"  cause: {finding.cause}",
+        f"  fix: {finding.fix}",
+    ]
+    lines += [f"  see: {link}" for link in finding.links[:2]]
+    return "\n".join(lines)
