@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.host.probe import Gpu, HostState, decode_cuda_version, mark_visible
+from envcheck.host.probe import Gpu, HostState, decode_cuda_version
+from envcheck.host.visibility import mark_visible
 from fake_nvml import A100, T4, FakeNvml, real_nvml_loadable
 
 pytestmark = pytest.mark.timeout(120)
@@ -187,6 +188,25 @@ def test_mig_instances_are_listed(fake_nvml: FakeNvml) -> None:
     out = fake_nvml.probe(fake_nvml.env([A100 + ",mig=1,uuid=GPU-11112222-3333"]))
     [gpu] = out["host"]["gpus"]
     assert gpu["mig_mode"] == "enabled" and gpu["mig_devices"] == ["MIG-11112222-3333"]
+
+
+def test_invalid_utf8_from_nvml_is_decoded_with_replacement(fake_nvml: FakeNvml) -> None:
+    """Bytes that are not UTF-8 (here 0xff 0xfe, and 0xc3 before an ASCII byte) in the name,
+    UUID, MIG UUIDs and driver version: shown as U+FFFD; `gpu --json` stays valid JSON.
+    (A str environment value carries raw bytes to the fake library as surrogate escapes.)"""
+    env = fake_nvml.env(["NVIDIA \udcff\udcfeA100,8.0,81920,mig=1,uuid=GPU-\udcc3(-42"],
+                        FAKE_NVML_DRIVER="550.\udcff1")
+
+    host = fake_nvml.probe(env)["host"]
+    as_json = fake_nvml.cli(env, "gpu", "--json")
+    as_text = fake_nvml.cli(env, "gpu")
+
+    [gpu] = host["gpus"]
+    assert (gpu["name"], gpu["uuid"], gpu["mig_devices"]) == (
+        "NVIDIA \ufffd\ufffdA100", "GPU-\ufffd(-42", ["MIG-\ufffd(-42"])
+    assert host["driver_version"] == "550.\ufffd1" and gpu["status"] == "ok"
+    assert as_json.code == 0 and as_json.json()["gpus"][0]["name"] == gpu["name"], as_json.err
+    assert as_text.code == 0 and "NVIDIA \ufffd\ufffdA100" in as_text.out, as_text.err
 
 
 def test_cuda_visible_devices_marks_gpus(fake_nvml: FakeNvml) -> None:

@@ -157,3 +157,13 @@ def test_list_pythons_newest_first_without_duplicates(isolated):
     assert [i.version for i in found] == sorted((i.version for i in found), reverse=True)
     assert sum(1 for i in found if os.path.realpath(i.path) == os.path.realpath(binary)) == 1
     assert any(i.source == "current" for i in found)
+
+
+def test_a_script_that_only_prints_a_version_is_no_interpreter(tmp_path, cli, home):
+    """It would pass a version check and fail after files were made: refused up front, exit 2."""
+    fake = tmp_path / "python-lookalike"
+    fake.write_text("#!/bin/sh\necho 3.11.7\n")
+    fake.chmod(0o755)
+    r = cli("env", "create", "x", "--preset", "tensorflow-cpu", "--python", str(fake))
+    assert r.code == 2 and "does not run as a Python interpreter" in r.err
+    assert list(home.iterdir()) == []

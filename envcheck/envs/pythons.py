@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from .. import processes
 from ..errors import UsageError
 from .presets import specifier_text
 
@@ -32,11 +32,14 @@ _PYENV_NAME = re.compile(r"^\d+\.\d+\.\d+(?:(?:a|b|rc)\d+)?$")
 _UV_NAME = re.compile(r"^cpython-(\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc)\d+)?)-")
 _REQUESTED_VERSION = re.compile(r"^(?:python)?(\d+(?:\.\d+){0,2})$")
 # Runs on any Python from 2.7 on; -E -s -S keep it independent of the environment and fast.
+# It also echoes a number it is given, doubled: a script that only prints a version is not
+# taken for an interpreter (it would pass the version check and fail later, after files exist).
 _PROBE = ("import sys; v = sys.version_info; "
           "sys.stdout.write('%d.%d.%d' % tuple(v[:3]) + "
           "({'alpha': 'a', 'beta': 'b', 'candidate': 'rc'}.get(v[3], '') + str(v[4]) "
-          "if v[3] != 'final' else ''))")
+          "if v[3] != 'final' else '') + ' %d' % (2 * int(sys.argv[1])))")
 INSTALL_FIX = "install one (e.g. `uv python install {version}`) or pass --python PATH"
+PROBE_TIMEOUT = 20.0  # seconds for an interpreter to answer its version
 
 
 @dataclass(frozen=True)
@@ -91,14 +94,43 @@ def list_pythons() -> list[Interpreter]:
     return sorted(found, key=lambda i: i.version, reverse=True)
 
 
-def probe_version(path: Path) -> Version | None:
+def probe_version(path: Path, timeout: float = PROBE_TIMEOUT) -> Version | None:
     """Run the interpreter once for its version; None if it does not run as a Python."""
+    return _probe(path, timeout)[0]
+
+
+def interpreter_problem(path: Path, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Why ``path`` does not run as a Python, in one line; None when it answers its version.
+
+    It runs under ``timeout`` with its whole process group (a wrapper script that hangs in
+    a child leaves nothing behind), and whatever bytes it prints are read safely.
+    """
+    return _probe(path, timeout)[1]
+
+
+def _probe(path: Path, timeout: float) -> tuple[Version | None, str | None]:
     try:
-        proc = subprocess.run([str(path), "-E", "-s", "-S", "-c", _PROBE], capture_output=True,
-                              text=True, timeout=20, stdin=subprocess.DEVNULL)
-        return Version(proc.stdout.strip()) if proc.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, InvalidVersion):
-        return None
+        nonce = int.from_bytes(os.urandom(3), "big")
+        done = processes.run([str(path), "-E", "-s", "-S", "-c", _PROBE, str(nonce)], timeout=timeout,
+                             env=processes.clean_environ())
+    except OSError as exc:
+        return None, f"it cannot be executed: {exc.strerror or exc}"
+    if done.timed_out:
+        return None, f"no answer within {timeout:g} s (hang)"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        how = (f"killed by signal {-done.returncode}" if done.returncode < 0
+               else f"exit code {done.returncode}")
+        return None, f"{how}: {last}" if last else how
+    answer = done.stdout.strip()
+    version, _, echo = answer.partition(" ")
+    try:
+        if echo != str(2 * nonce):
+            raise InvalidVersion(answer)
+        return Version(version), None
+    except InvalidVersion:
+        shown = answer[:60] + ("..." if len(answer) > 60 else "")
+        return None, f"it answered {shown!r} when asked for its Python version"
 
 
 def _requested(requested: str, spec: SpecifierSet, needed_by: str | None) -> Interpreter:

@@ -33,7 +33,10 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
+
+from ..results import Result
+from .visibility import mark_visible, order_warnings
 
 SCHEMA = "envcheck.host/1"
 NVML_STATUSES = ("ok", "no-library", "driver-not-loaded", "version-mismatch", "no-permission",
@@ -111,7 +114,8 @@ class Gpu:
 
 
 @dataclass
-class HostState:
+class HostState(Result):
+    schema: ClassVar[str] = SCHEMA
     nvml_status: str
     message: str | None = None
     fix: str | None = None
@@ -149,9 +153,13 @@ class HostState:
         return (f"no visible GPU answers: GPU {failed.index}: {failed.problem}",
                 failed.fix or "run `nvidia-smi`")
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def exit_code(self) -> int:
+        """`envcheck gpu`: 0 with a usable GPU, 1 without."""
+        return 0 if self.usable_gpus else 1
+
+    def body(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
             "nvml": {"status": self.nvml_status, "message": self.message, "fix": self.fix},
             "driver_version": self.driver_version,
             "cuda_driver_version": self.cuda_driver_version,
@@ -269,7 +277,7 @@ def _cuda_driver_version(pynvml: Any, missing: dict[str, str]) -> int | None:
 def _field(pynvml: Any, missing: dict[str, str], name: str, fn: Callable, *args: Any) -> Any:
     """fn(*args), or None with the reason in ``missing``. GPU-fatal errors propagate."""
     try:
-        return fn(*args)
+        return _decoded(fn, *args)
     except pynvml.NVMLError as exc:
         if exc.value in GPU_FATAL and args:
             raise
@@ -323,9 +331,19 @@ def _fill_gpu(pynvml: Any, gpu: Gpu, handle: Any) -> None:
         gpu.mig_devices = _mig_devices(pynvml, missing, handle)
 
 
-def _text(value: bytes | str) -> str:
-    """Older bindings give struct strings as bytes, newer ones decode them."""
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
+def _text(value: Any) -> Any:
+    """Older bindings give strings as bytes, newer ones decode them; bytes NVML gives need
+    not be UTF-8, so they are decoded with replacement (U+FFFD), never raising."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+
+
+def _decoded(fn: Callable, *args: Any) -> Any:
+    """fn(*args) with any text in it decoded safely: pynvml decodes strictly, and its
+    UnicodeDecodeError carries the bytes it could not decode."""
+    try:
+        return _text(fn(*args))
+    except UnicodeDecodeError as exc:
+        return _text(bytes(exc.object))
 
 
 def _enabled(value: int | None) -> str | None:
@@ -340,67 +358,8 @@ def _mig_devices(pynvml: Any, missing: dict[str, str], handle: Any) -> list[str]
     for slot in range(count):
         try:
             mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
-            uuids.append(pynvml.nvmlDeviceGetUUID(mig))
+            uuids.append(_decoded(pynvml.nvmlDeviceGetUUID, mig))
         except pynvml.NVMLError as exc:
             if exc.value != NOT_FOUND:
                 missing["mig_devices"] = _why_missing(exc.value, str(exc))
     return uuids
-
-
-def mark_visible(gpus: list[Gpu], cvd: str | None) -> list[str]:
-    """Set ``visible``/``cuda_index`` as CUDA reads CUDA_VISIBLE_DEVICES; return warnings.
-
-    CUDA's rule: entries are indices or UUID prefixes (GPU-..., MIG-...); at the first entry
-    that names no GPU, it and every entry after it are ignored.
-    """
-    if cvd is None:
-        for position, gpu in enumerate(gpus):
-            gpu.visible, gpu.cuda_index = True, position
-        return []
-    for gpu in gpus:
-        gpu.visible, gpu.cuda_index = False, None
-    warnings = []
-    entries = [e.strip() for e in cvd.split(",")] if cvd.strip() else []
-    for position, entry in enumerate(entries):
-        gpu = _match_entry(gpus, entry)
-        if gpu is None:
-            ignored = ",".join(entries[position:])
-            warnings.append(f"CUDA_VISIBLE_DEVICES={cvd!r}: {entry!r} names no GPU on this "
-                            f"host, so CUDA ignores {ignored!r}")
-            break
-        if gpu.visible:
-            warnings.append(f"CUDA_VISIBLE_DEVICES={cvd!r} lists GPU {gpu.index} twice")
-            continue
-        gpu.visible, gpu.cuda_index = True, sum(g.visible for g in gpus)
-    return warnings
-
-
-def _match_entry(gpus: list[Gpu], entry: str) -> Gpu | None:
-    if entry.isdigit():
-        index = int(entry)
-        return gpus[index] if index < len(gpus) else None
-    if entry.startswith("MIG-GPU-"):  # old form MIG-GPU-<gpu uuid>/<gi>/<ci>
-        return _unique(gpus, lambda g: (g.uuid or "").startswith(entry[4:].split("/")[0]))
-    if entry.startswith("MIG-"):
-        return _unique(gpus, lambda g: any(m.startswith(entry) for m in g.mig_devices))
-    if entry.startswith("GPU-"):
-        return _unique(gpus, lambda g: (g.uuid or "").startswith(entry))
-    return None
-
-
-def _unique(gpus: list[Gpu], test: Callable[[Gpu], bool]) -> Gpu | None:
-    found = [g for g in gpus if test(g)]
-    return found[0] if len(found) == 1 else None
-
-
-def order_warnings(gpus: list[Gpu], order: str | None, cvd: str | None) -> list[str]:
-    """Mixed GPU models: CUDA's default order (fastest first) is not NVML's (PCI bus)."""
-    models = sorted({g.name for g in gpus if g.name})
-    if len(models) < 2 or order == "PCI_BUS_ID":
-        return []
-    text = (f"GPUs of different models ({', '.join(models)}) and CUDA_DEVICE_ORDER is "
-            f"{order or 'unset'}: CUDA numbers GPUs fastest first, nvidia-smi and this report "
-            "by PCI bus id, so cuda:N may be another GPU than index N here")
-    if cvd and any(e.strip().isdigit() for e in cvd.split(",")):
-        text += "; CUDA_VISIBLE_DEVICES indices follow CUDA's order too"
-    return [text + "; fix: export CUDA_DEVICE_ORDER=PCI_BUS_ID"]

@@ -12,7 +12,8 @@ scheduler's allocation, say) is not offered: ``all`` means every GPU usable from
 
 What the command gets:
 
-- the env's interpreter folder first on ``PATH``, ``VIRTUAL_ENV``; no ``PYTHONHOME`` / ``PYTHONPATH``
+- the env's interpreter folder first on ``PATH``, ``VIRTUAL_ENV``; none of the variables
+  ``processes.STRIPPED`` names (``PYTHONHOME``, ``PYTHONPATH``, ...)
 - ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` (``--gpus none``: empty,
   which hides every GPU; ``all`` on a host where NVML shows no usable GPU: left as it was)
 - the variables the env's framework asks for (``frameworks``' ``run_environ``; TensorFlow:
@@ -30,7 +31,6 @@ from pathlib import Path
 from ..errors import EnvcheckError, UsageError
 
 PCI_ORDER = "PCI_BUS_ID"
-DROPPED = ("PYTHONHOME", "PYTHONPATH")
 
 
 class CommandNotFound(EnvcheckError):
@@ -116,12 +116,13 @@ def per_gpu_batch(global_batch: int, gpus: int) -> int:
                      "compare trainings at the same per-GPU batch")
 
 
-def command_environ(base: dict[str, str], env_path: Path, bin_dir: Path, gpus: list[int] | None,
+def command_environ(base: dict[str, str], env_path: Path, gpus: list[int] | None,
                     global_batch: int | None, per_gpu: int | None,
                     framework_environ: dict[str, str]) -> dict[str, str]:
-    environ = {k: v for k, v in base.items() if k not in DROPPED}
-    environ["PATH"] = os.pathsep.join(p for p in (str(bin_dir), base.get("PATH", "")) if p)
-    environ["VIRTUAL_ENV"] = str(env_path)
+    """The command's environment: every child's clean one (``processes``), the env's, the GPUs'."""
+    from ..processes import env_environ
+
+    environ = env_environ(env_path, base)
     environ["CUDA_DEVICE_ORDER"] = PCI_ORDER
     if gpus is not None:
         environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
@@ -161,7 +162,7 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     framework = _framework(info)
     per_gpu = per_gpu_batch(batch_size, len(chosen or [])) if batch_size is not None else None
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info.path,
-                              info.python.parent, chosen, batch_size, per_gpu,
+                              chosen, batch_size, per_gpu,
                               framework.run_environ if framework else {})
     executable = _resolve_command(command, environ["PATH"])
     return Launch(info.name, info.path, list(command), executable, environ, chosen, batch_size, per_gpu,

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
+
+from .. import processes
 
 _PROBE = """
 import ctypes, json, sys
@@ -18,20 +19,26 @@ print(json.dumps(out))
 """
 
 
-def load_errors(python: Path, libraries: list[str]) -> dict[str, str | None]:
+def load_errors(python: Path, libraries: list[str],
+                timeout: float = 60.0) -> dict[str, str | None]:
     """{library: None when it loads, else the loader's error}, as ``python`` sees them."""
     if not libraries:
         return {}
-    from ..envs.installers import clean_environ
-
     try:
-        proc = subprocess.run([str(python), "-c", _PROBE, *libraries], capture_output=True, text=True,
-                              timeout=60, env=clean_environ())
-        result = json.loads(proc.stdout)
-    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        done = processes.run([str(python), "-c", _PROBE, *libraries], timeout=timeout,
+                             env=processes.clean_environ())
+    except OSError as exc:
         return {name: f"could not probe with {python}: {exc}" for name in libraries}
+    try:
+        result = None if done.timed_out else json.loads(done.stdout)
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        why = (f"no answer within {timeout:g} s (hang)" if done.timed_out
+               else (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1])
+        return {name: f"could not probe with {python}: {why}" for name in libraries}
     return {name: result.get(name, "not probed") for name in libraries}
 
 
-def missing_libraries(python: Path, libraries: list[str]) -> list[str]:
-    return [name for name, error in load_errors(python, libraries).items() if error]
+def missing_libraries(python: Path, libraries: list[str], timeout: float = 60.0) -> list[str]:
+    return [name for name, error in load_errors(python, libraries, timeout).items() if error]

@@ -16,29 +16,28 @@ module decides how to run it:
 Time limits are per phase of a process, not per process: starting Python and importing the
 framework gets ``import_timeout``; then each device gets ``timeout`` from the moment the
 runner starts it, and the multi-replica check twice that (it sets up a strategy and fits
-over all devices). An all-devices run therefore ends within import_timeout +
-timeout × (devices + 2), and a hang is caught ``timeout`` after the stuck device started.
-A process that runs past a limit is killed with its whole process group.
+over all devices), so a hang is caught ``timeout`` after the stuck device started. Progress
+extends a phase, never the process: a runner process for N devices is stopped at
+import_timeout + timeout × (N + 2) whatever it reports, so the whole smoke (one run, then at
+most one per device and one multi-replica run) has a hard bound. A process that runs past a
+limit is stopped with everything it started (``envcheck.processes``), and so is a runner
+whose envcheck is interrupted or killed.
 """
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import processes
+
 RUNNER = Path(__file__).parent.parent / "data" / "smoke_runner.py"
 MARK = "envcheck-smoke:"
 STDERR_LINES = 200
-POLL_S = 0.05
 OOM_PATTERNS = ("out of memory", "ResourceExhaustedError", "OOM when allocating",
                 "MemoryError", "std::bad_alloc")
-STRIPPED_VARS = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV",
-                 "PYTHONSTARTUP", "PYTHONINSPECT")
 
 
 @dataclass(frozen=True)
@@ -116,18 +115,16 @@ class _Run:
 
 def runner_env(python: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """A known environment for the runner: envcheck's own, stripped of what would make the
-    target interpreter load foreign code, with ``env`` laid over it."""
-    result = {k: v for k, v in os.environ.items() if k not in STRIPPED_VARS}
-    result.update(env or {})
-    for name in STRIPPED_VARS:
-        result.pop(name, None)
+    target interpreter load foreign code (``processes.clean_environ``), with ``env`` laid
+    over it, and the env's own when ``python`` is a virtualenv's."""
+    prefix = Path(python).parent.parent
+    if (prefix / "pyvenv.cfg").is_file():
+        result = processes.env_environ(prefix, extra=env)
+    else:
+        result = processes.clean_environ(env)
     result["PYTHONNOUSERSITE"] = "1"
     result["PYTHONUNBUFFERED"] = "1"
     result.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    prefix = Path(python).parent.parent
-    if (prefix / "pyvenv.cfg").is_file():
-        result["VIRTUAL_ENV"] = str(prefix)
-        result["PATH"] = str(Path(python).parent) + os.pathsep + result.get("PATH", "")
     return result
 
 
@@ -169,16 +166,10 @@ def _progress(stderr: str) -> tuple[dict[str, dict], dict | None, str | None]:
     return streamed, imported, current
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def _cause(returncode: int | None, stderr: str, limit: float) -> str:
+def _cause(returncode: int | None, stderr: str, limit: float | None, bounded: bool) -> str:
     """Why a runner process gave no result, in the words a report shows."""
+    if returncode is None and bounded:
+        return f"no result within {limit:g} s, the whole run's bound (it kept reporting progress)"
     if returncode is None:
         return f"no result within {limit:g} s (hang)"
     how = f"killed by {_signal_name(-returncode)}" if returncode < 0 else f"exit code {returncode}"
@@ -191,43 +182,21 @@ def _cause(returncode: int | None, stderr: str, limit: float) -> str:
     return f"exited with {how} without a result"
 
 
-def _wait(proc: subprocess.Popen, err_path: Path, timeout: float,
-          import_timeout: float) -> tuple[int | None, float]:
-    """Wait for the runner, restarting the clock at each progress line it writes.
-
-    Returns its exit status, or None if a phase ran past its limit, and that limit."""
-    limit = import_timeout
-    deadline = time.monotonic() + limit
-    pending = b""
-    with open(err_path, "rb") as err:
-        while True:
-            returncode = proc.poll()
-            if returncode is not None:
-                return returncode, limit
-            *lines, pending = (pending + err.read()).split(b"\n")
-            for line in lines:
-                if line.startswith(MARK.encode()):
-                    limit = 2 * timeout if line.endswith(b"start multi-replica") else timeout
-                    deadline = time.monotonic() + limit
-            if time.monotonic() > deadline:
-                return None, limit
-            time.sleep(POLL_S)
-
-
 def _run_once(python: Path, job: dict, limits: tuple[float, float],
               env: dict[str, str]) -> _Run:
-    with tempfile.TemporaryDirectory(prefix="envcheck-smoke-") as tmp:
-        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen([str(python), str(RUNNER), json.dumps(job)],
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    env=env, start_new_session=True)
-        try:
-            returncode, limit = _wait(proc, err_path, *limits)
-        finally:  # also on Ctrl-C; and helpers the runner left in its group go with it
-            _kill_group(proc)
-        stdout = out_path.read_text(encoding="utf-8", errors="replace")
-        stderr = err_path.read_text(encoding="utf-8", errors="replace")
+    timeout, import_timeout = limits
+    bound = import_timeout + timeout * (len(job["devices"]) + 2)
+
+    def progress(line: str) -> float | None:
+        """Each progress mark restarts the clock for the phase it begins."""
+        if not line.startswith(MARK):
+            return None
+        return 2 * timeout if line.endswith("start multi-replica") else timeout
+
+    done = processes.run([str(python), str(RUNNER), json.dumps(job)], timeout=import_timeout,
+                         bound=bound, progress=progress, env=env)
+    stdout, stderr = done.stdout, done.stderr
+    returncode, limit = (None if done.timed_out else done.returncode), done.limit
     streamed, imported, current = _progress(stderr)
     document = None
     if returncode is not None:
@@ -235,7 +204,8 @@ def _run_once(python: Path, job: dict, limits: tuple[float, float],
             document = json.loads(stdout)
         except ValueError:
             document = None
-    cause = None if isinstance(document, dict) else _cause(returncode, stderr, limit)
+    cause = None if isinstance(document, dict) else _cause(returncode, stderr, limit,
+                                                           limit == bound)
     return _Run(document if cause is None else None, cause, stderr, streamed,
                 imported is not None, (imported or {}).get("build") or {},
                 (imported or {}).get("gpus_seen"), current)
@@ -341,3 +311,19 @@ def _multi_after_isolation(python: Path, job: dict, whole: _Run,
     if multi:
         return MultiReplica.from_json(multi)
     return MultiReplica(status="fail", detail=alone.cause or "no result")
+
+
+def list_devices(python: Path, *, backend: str = "auto", timeout: float,
+                 env: dict[str, str] | None = None) -> SmokeResult:
+    """Start the framework in the env and have it list its devices, without any fit: what
+    ``validate --no-smoke`` needs to know whether the framework itself sees the GPUs."""
+    started = time.perf_counter()
+    job = {"backend": backend, "devices": ["cpu:0"], "logical_cpus": 0, "steps": 3, "batch": 1,
+           "seed": 0, "multi_replica": False, "replica_devices": None, "per_device": False}
+    run = _run_once(python, job, (timeout, timeout), runner_env(python, env))
+    if run.cause is None:
+        return _from_document(run, time.perf_counter() - started, ["listing: finished"])
+    error = run.cause if run.imported else f"{run.cause} before the framework finished importing"
+    return SmokeResult(build=run.build, gpus_seen=run.gpus_seen, devices=[], multi_replica=None,
+                       error=error, stderr_tail=_tail(run.stderr),
+                       wall_s=time.perf_counter() - started, runs=[f"listing: {run.cause}"])

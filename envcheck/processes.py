@@ -1,0 +1,346 @@
+"""How envcheck starts child processes: installers, interpreter and library probes, the smoke
+runner, and the command of ``envcheck run``. Nothing else in envcheck calls ``subprocess``.
+
+Every child gets:
+
+- a known environment: ``clean_environ`` drops ``STRIPPED`` (what would make an interpreter
+  load foreign code or an installer act on another env); ``env_environ`` adds an env's
+  ``VIRTUAL_ENV`` and puts its bin folder first on ``PATH``;
+- its own session and process group, so a Ctrl-C at the terminal reaches envcheck alone,
+  and stopping the child (``Child.stop``: SIGTERM, ``grace`` seconds, SIGKILL) stops all it
+  started;
+- a deadline (``run``): a limit that progress on stderr may extend, and a bound it may not;
+- its output decoded as UTF-8 with replacement: a child's bytes never raise.
+
+Dying with envcheck, whatever ends it. While a child runs (``started``, ``run``), SIGTERM and
+SIGHUP raise ``Interrupted``, a KeyboardInterrupt, so they take Ctrl-C's path: stop the
+child's tree, remove temporary files, exit 130. SIGKILL can't be caught, and neither the
+process group nor PR_SET_PDEATHSIG reach a grandchild that called setsid() (the death signal
+is cleared on fork, setsid leaves the group). So on Linux every child is started under a
+*guard*, ``_guard.py`` run by envcheck's own interpreter (``python -I -S``, about 6 ms: it
+imports four standard modules, so it is a file of its own). The guard
+
+1. asks the kernel for SIGTERM when envcheck dies (PR_SET_PDEATHSIG), then checks that
+   envcheck is still its parent, so even a SIGKILL of envcheck is noticed;
+2. becomes a child subreaper (PR_SET_CHILD_SUBREAPER): a descendant orphaned on the way,
+   a daemon that double-forked and called setsid included, becomes its child, not init's;
+3. starts the command (with PR_SET_PDEATHSIG SIGKILL, default signal dispositions and an
+   empty mask) and reports an exec failure back, raised here as Popen raises it;
+4. when the command ends, kills what it left behind, then ends as the command ended (same
+   exit status, or the same signal), so callers read a plain return code;
+5. on SIGTERM, SIGHUP or SIGINT (``Child.stop``, or the kernel because envcheck died):
+   SIGTERM to the command's group and to every orphan, up to ``grace`` seconds for the
+   command to end, then SIGKILL to each descendant, round after round, until none is left;
+6. if envcheck died, removes the folders of ``temporary_directory`` blocks open when it
+   started the command (envcheck removes them itself otherwise).
+
+Why not the alternatives: envcheck as the subreaper would cover the signals it can catch
+but not its own SIGKILL (its orphans then go to init), and would turn a training script that
+calls ``ensure_ready`` into the reaper of its own unrelated orphans. A cgroup catches every
+descendant but needs systemd or cgroup delegation, which containers and CI runners often
+lack. The guard needs neither; only a SIGKILL of the guard itself leaves a setsid()
+descendant behind. Elsewhere (macOS), children run unguarded: own session, stopped as a
+group, but not killed when envcheck is killed with SIGKILL.
+
+``reset_signals`` is for ``envcheck run`` (and the guard's command): default dispositions and
+an empty signal mask before exec, as a shell's child has them (Python ignores SIGPIPE and
+SIGXFSZ, which exec would pass on).
+"""
+from __future__ import annotations
+
+import math
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+from ._guard import reset_signals
+
+__all__ = ["STRIPPED", "Child", "Completed", "Interrupted", "clean_environ", "env_environ",
+           "reset_signals", "run", "signals_interrupt", "start", "started",
+           "temporary_directory"]
+
+STRIPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT",
+            "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
+GRACE_S = 2.0  # from SIGTERM to SIGKILL
+GUARD_SLACK_S = 2.0  # what the guard may take beyond the grace to kill and reap its tree
+POLL_S = 0.02
+DEVNULL, PIPE, STDOUT = subprocess.DEVNULL, subprocess.PIPE, subprocess.STDOUT
+TimeoutExpired = subprocess.TimeoutExpired
+_GUARDED = sys.platform.startswith("linux")
+_GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_guard.py")
+_SCRATCH: list[str] = []  # open temporary_directory folders, for the guards to remove
+
+
+# -- the environment -------------------------------------------------------------------------
+
+def clean_environ(extra: Mapping[str, str] | None = None,
+                  base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default ``os.environ``) with ``extra`` laid over, without ``STRIPPED``."""
+    env = dict(os.environ if base is None else base)
+    env.update(extra or {})
+    for name in STRIPPED:
+        env.pop(name, None)
+    return env
+
+
+def env_environ(env_dir: Path | str, base: Mapping[str, str] | None = None,
+                extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """For a command run in the env ``env_dir``: clean, ``VIRTUAL_ENV`` and its bin first on PATH."""
+    env = clean_environ(extra, base)
+    bin_dir = Path(env_dir) / ("Scripts" if os.name == "nt" else "bin")
+    env["VIRTUAL_ENV"] = str(env_dir)
+    env["PATH"] = os.pathsep.join(p for p in (str(bin_dir), env.get("PATH", "")) if p)
+    return env
+
+
+# -- signals ---------------------------------------------------------------------------------
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while a child runs: the Ctrl-C path, with the signal's number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Inside: SIGTERM and SIGHUP raise ``Interrupted`` (SIGINT raises KeyboardInterrupt
+    anyway). A signal the caller ignores (``nohup``) stays ignored; outside the main thread,
+    nothing changes (Python only handles signals there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        current = signal.getsignal(sig)
+        if current is not signal.SIG_IGN and current is not None:
+            previous[sig] = signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# -- starting and stopping -------------------------------------------------------------------
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exited(pid: int) -> bool:
+    """Has the child ``pid`` ended? It stays unreaped, so its id can't name another group."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+class Child:
+    """A started command (see ``start``): Popen's ``poll``/``wait``, and ``stop`` for its tree."""
+
+    def __init__(self, popen: subprocess.Popen, grace: float, guarded: bool):
+        self.popen = popen
+        self.grace = grace
+        self.guarded = guarded
+
+    @property
+    def pid(self) -> int:
+        """The process envcheck started (on Linux the guard), leader of the child's group."""
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        if self.popen.returncode is None and _exited(self.pid):
+            self._reap()
+        return self.popen.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status (-N: killed by signal N); TimeoutExpired after ``timeout``."""
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        if timeout is None:
+            try:
+                os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            except ChildProcessError:
+                pass
+        else:
+            deadline, pause = time.monotonic() + timeout, 0.001
+            while not _exited(self.pid):
+                if time.monotonic() >= deadline:
+                    raise TimeoutExpired(self.popen.args, timeout)
+                time.sleep(pause)
+                pause = min(2 * pause, POLL_S)
+        self._reap()
+        return self.popen.returncode
+
+    def _reap(self) -> None:
+        _killpg(self.pid, signal.SIGKILL)  # what it left in its group; its id is still its own
+        self.popen.wait()
+
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM to the group, ``grace`` seconds, SIGKILL; returns once the child is reaped."""
+        if self.popen.returncode is not None:
+            return
+        if not _exited(self.pid):
+            _killpg(self.pid, signal.SIGTERM)
+            grace = self.grace if grace is None else grace
+            try:
+                self.wait(grace + (GUARD_SLACK_S if self.guarded else 0.0))
+            except TimeoutExpired:
+                pass
+        self._reap()
+
+
+def start(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str], stdin=DEVNULL,
+          stdout=None, stderr=None, cwd: str | os.PathLike | None = None,
+          grace: float = GRACE_S) -> Child:
+    """Start ``cmd`` in its own session (under the guard on Linux); Popen's OSError if it
+    can't be executed. Prefer ``started`` or ``run``, which also stop it."""
+    argv = [os.fspath(a) for a in cmd]
+    options = dict(stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env), cwd=cwd,
+                   start_new_session=True)
+    if not _GUARDED or not sys.executable:
+        return Child(subprocess.Popen(argv, **options), grace, False)
+    status_r, status_w = os.pipe()
+    try:
+        popen = subprocess.Popen([sys.executable, "-I", "-S", _GUARD, str(os.getpid()),
+                                  str(status_w), repr(grace), str(len(_SCRATCH)), *_SCRATCH,
+                                  *argv], pass_fds=(status_w,), **options)
+    except BaseException:
+        os.close(status_r)
+        raise
+    finally:
+        os.close(status_w)
+    child = Child(popen, grace, True)
+    try:
+        with os.fdopen(status_r, "rb") as status:
+            answer = status.read().decode("ascii", "replace")
+    except BaseException:
+        child.stop()
+        raise
+    if answer != "ok":
+        child.wait()
+        errno = int(answer) if answer.isdigit() else 0
+        raise OSError(errno, os.strerror(errno) if errno else "the process guard failed", argv[0])
+    return child
+
+
+@contextmanager
+def temporary_directory(prefix: str = "envcheck-") -> Iterator[Path]:
+    """A temporary folder for children to work in, removed when the block ends, or, if
+    envcheck is killed first (SIGKILL), by the guard of a child started inside the block."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as path:
+        _SCRATCH.append(path)
+        try:
+            yield Path(path)
+        finally:
+            _SCRATCH.remove(path)
+
+
+@contextmanager
+def started(cmd: Sequence[str | os.PathLike], **options) -> Iterator[Child]:
+    """``start``, with SIGTERM/SIGHUP as interrupts; when the block ends, however it ends,
+    the child and everything it started are gone."""
+    with signals_interrupt():
+        child = start(cmd, **options)
+        try:
+            yield child
+        finally:
+            child.stop()
+
+
+# -- run with a deadline ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int | None  # None: stopped at its deadline; -N: killed by signal N
+    stdout: str
+    stderr: str
+    timed_out: bool
+    limit: float | None = None  # when timed out: the limit (seconds) that ran out
+
+
+def _check_limit(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number of seconds > 0, not {value!r}")
+
+
+def run(cmd: Sequence[str | os.PathLike], *, timeout: float, env: Mapping[str, str],
+        stdin=DEVNULL, cwd: str | os.PathLike | None = None, bound: float | None = None,
+        progress: Callable[[str], float | None] | None = None,
+        grace: float = GRACE_S) -> Completed:
+    """Run ``cmd`` to its end or its deadline; its output, decoded.
+
+    The deadline is ``timeout`` seconds from the start. ``progress`` is called with each
+    line of stderr; a number it returns moves the deadline to that many seconds from now.
+    ``bound`` caps the whole run however much progress is reported. At the deadline (or on
+    any exception, Ctrl-C, SIGTERM, SIGHUP) the child's whole tree is stopped.
+    Raises OSError when ``cmd`` can't be executed.
+    """
+    _check_limit("timeout", timeout)
+    _check_limit("bound", bound)
+    out, err = bytearray(), bytearray()
+    with started(cmd, env=env, stdin=stdin, stdout=PIPE, stderr=PIPE, cwd=cwd,
+                 grace=grace) as child:
+        limit = _pump(child, out, err, timeout, bound, progress)
+        returncode = None if limit is not None else child.wait()
+    return Completed(returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                     limit is not None, limit)
+
+
+def _pump(child: Child, out: bytearray, err: bytearray, timeout: float, bound: float | None,
+          progress: Callable[[str], float | None] | None) -> float | None:
+    """Read the child's output until it ends; the limit that ran out first, or None."""
+    started_at = time.monotonic()
+    hard = started_at + bound if bound is not None else math.inf
+    limit, deadline = timeout, started_at + timeout
+    seen = 0  # bytes of stderr already given to progress
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.popen.stdout, selectors.EVENT_READ, out)
+        selector.register(child.popen.stderr, selectors.EVENT_READ, err)
+        while selector.get_map():
+            now = time.monotonic()
+            if now >= min(deadline, hard):
+                return limit if deadline <= hard else bound
+            for key, _ in selector.select(min(deadline, hard) - now):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()
+                    continue
+                key.data.extend(data)
+                if key.data is err and progress is not None:
+                    end = err.rfind(b"\n") + 1
+                    for line in bytes(err[seen:end]).decode("utf-8", "replace").splitlines():
+                        extended = progress(line)
+                        if extended is not None:
+                            limit, deadline = extended, time.monotonic() + extended
+                    seen = max(seen, end)
+    remaining = min(deadline, hard) - time.monotonic()
+    try:
+        child.wait(max(remaining, 0.0))
+    except TimeoutExpired:
+        return limit if deadline <= hard else bound
+    return None
