@@ -176,6 +176,49 @@ cuda = '12.4'
     assert len(original.content_hash) == 64
 
 
+def test_requirements_are_parsed_once_into_the_preset(tmp_path: Path):
+    preset = load_preset_file(write(tmp_path, "p", GOOD))
+    assert preset.requirements == (Requirement("torch>=2.3"), Requirement("numpy"))
+    assert [str(r) for r in preset.requirements] == preset.packages
+
+
+# --- limits and names: hostile files cost no memory and reach no output -------------------
+
+@pytest.mark.parametrize("text, needle", [
+    (GOOD.replace('"numpy"', ", ".join(['"numpy"'] * 500)), "lists 501 entries (limit 'packages': 500)"),
+    (GOOD.replace('"torch on the CPU"', '"' + "x" * 4001 + '"'), "'description' is 4001 characters long (limit 'description': 4000)"),
+    (GOOD.replace('"PyTorch, CPU"', '"' + "x" * 201 + '"'), "(limit 'title': 200)"),
+    (GOOD.replace('"numpy"', '"numpy' + " " * 1000 + '"'), "'packages[1]' is 1005 characters long (limit 'text': 1000)"),
+    (GOOD + "x = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+    (GOOD + "# " + "x" * (1 << 20) + "\n", "(limit 'file bytes')"),
+], ids=["packages", "description", "title", "requirement", "depth", "size"])
+def test_limits_are_named_when_exceeded(tmp_path: Path, text: str, needle: str):
+    with pytest.raises(UsageError) as err:
+        load_preset_file(write(tmp_path, "big", text))
+    assert needle in err.value.message and err.value.fix
+
+
+@pytest.mark.parametrize("stem", ["x\nevilpkg==6.6.6\n#", "tab\there", "bell\a", " lead", "x" * 101],
+                         ids=["newline", "tab", "bell", "space", "long"])
+def test_a_preset_file_name_that_would_reach_outputs_badly_is_refused(tmp_path: Path, stem: str):
+    path = tmp_path / f"{stem}.toml"
+    path.write_text(GOOD)
+    with pytest.raises(UsageError) as err:
+        load_preset_file(path)
+    assert "name" in err.value.message and err.value.fix
+
+
+def test_cli_newline_preset_name_and_dev_zero_exit_2_and_create_nothing(cli, home: Path, tmp_path: Path):
+    evil = tmp_path / "x\nevilpkg==6.6.6\n#.toml"
+    evil.write_text(GOOD)
+    for source in (str(evil), "/dev/zero"):
+        result = cli("env", "create", "dl", "--preset-file", source)
+        assert result.code == 2, result.err
+        (line,) = result.err.splitlines()
+        assert line.startswith("envcheck: error:") and "; fix:" in line
+    assert list(home.iterdir()) == []
+
+
 # --- CLI ---------------------------------------------------------------------------------
 
 def test_cli_list_json(cli):

@@ -5,69 +5,123 @@ flag, else the one recorded in the env, else ``$ENVCHECK_INSTALLER``, else uv wh
 available, else pip. Both backends get the index settings of the user's pip configuration
 (``pip config list`` and ``PIP_*`` variables) with the command line's options on top, so a
 site mirror applies to uv too (uv does not read pip's configuration itself).
+
+Index locations may carry credentials (``https://user:token@host/simple``), so they never
+travel on the installer's command line, where ``ps`` and the log's ``$ cmd`` line would show
+them: they go in the variables each installer reads (``UV_INDEX_URL``..., ``PIP_INDEX_URL``...),
+and every text envcheck writes or prints about them passes through ``redact``.
 """
 from __future__ import annotations
 
 import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .. import processes
 from ..errors import OperationError, UsageError
+from ..processes import clean_environ  # the installers' environment: processes' clean one
 
 BACKENDS = ("uv", "pip")
 
 
 @dataclass(frozen=True)
 class IndexSettings:
+    """Where packages come from. The command line's options are one (``from_options``), the
+    user's pip configuration another (``settings_from_pip_config``); ``merged`` lays the first
+    over the second."""
+
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     no_index: bool = False
 
-    def merged(self, *, index_url=None, extra_index_urls=(), find_links=(), no_index=False) -> "IndexSettings":
-        """Command-line options over configuration: a given option replaces the configured one."""
+    @classmethod
+    def from_options(cls, index_url: str | None = None, extra_index_urls=(), find_links=(),
+                     no_index: bool = False) -> "IndexSettings":
+        """The command line's index options, checked: bad input is a UsageError before any file
+        is written (a value like ``--no-deps`` would otherwise reach the installer as an option)."""
+        for option, values in (("--index-url", [index_url] if index_url else []),
+                               ("--extra-index-url", extra_index_urls), ("--find-links", find_links)):
+            for value in values:
+                _check_location(option, value, url=option != "--find-links")
+        return cls(index_url or None, tuple(extra_index_urls), tuple(find_links), bool(no_index))
+
+    def merged(self, overrides: "IndexSettings | None") -> "IndexSettings":
+        """``overrides`` (the command line) over these settings: a given option replaces the configured one."""
         out = self
-        if index_url:
-            out = replace(out, index_url=index_url)
-        if extra_index_urls:
-            out = replace(out, extra_index_urls=tuple(extra_index_urls))
-        if find_links:
-            out = replace(out, find_links=tuple(find_links))
-        if no_index:
+        if overrides is None:
+            return out
+        if overrides.index_url:
+            out = replace(out, index_url=overrides.index_url)
+        if overrides.extra_index_urls:
+            out = replace(out, extra_index_urls=overrides.extra_index_urls)
+        if overrides.find_links:
+            out = replace(out, find_links=overrides.find_links)
+        if overrides.no_index:
             out = replace(out, no_index=True)
         return out
 
     def args(self) -> list[str]:
-        """The options, spelt the same for ``pip install`` and ``uv pip install``."""
-        out: list[str] = []
-        if self.no_index:
-            out.append("--no-index")
-        else:
-            if self.index_url:
-                out += ["--index-url", self.index_url]
-            for url in self.extra_index_urls:
-                out += ["--extra-index-url", url]
-        for link in self.find_links:
-            out += ["--find-links", link]
+        """The options that go on the command line, spelt the same for ``pip install`` and
+        ``uv pip install``: ``--no-index``, and find-links when none carries credentials (a
+        folder's path may hold the spaces and commas the variables use as separators)."""
+        out = ["--no-index"] if self.no_index else []
+        if not self._secret_links():
+            for link in self.find_links:
+                out += ["--find-links", link]
         return out
+
+    def variables(self, prefix: str) -> dict[str, str]:
+        """The index URLs (and find-links with credentials) as installer variables: ``prefix``
+        is ``UV`` or ``PIP``. uv splits find-links on commas, pip on white space."""
+        out: dict[str, str] = {}
+        if not self.no_index:
+            if self.index_url:
+                out[f"{prefix}_INDEX_URL"] = self.index_url
+            if self.extra_index_urls:
+                out[f"{prefix}_EXTRA_INDEX_URL"] = " ".join(self.extra_index_urls)
+        if self._secret_links():
+            out[f"{prefix}_FIND_LINKS"] = ("," if prefix == "UV" else " ").join(self.find_links)
+        return out
+
+    def _secret_links(self) -> bool:
+        return any(_CREDENTIALS.search(link) for link in self.find_links)
+
+    def describe(self) -> str:
+        """Where packages come from, credentials removed: for messages."""
+        if self.no_index:
+            return "--no-index" + "".join(f" --find-links {redact(f)}" for f in self.find_links)
+        return redact(self.index_url) or "the default index"
 
     def to_json(self) -> dict:
         """For the manifest: URLs with any credentials removed."""
         return {
-            "index_url": _redact(self.index_url),
-            "extra_index_urls": [_redact(u) for u in self.extra_index_urls],
-            "find_links": [_redact(u) for u in self.find_links],
+            "index_url": redact(self.index_url),
+            "extra_index_urls": [redact(u) for u in self.extra_index_urls],
+            "find_links": [redact(u) for u in self.find_links],
             "no_index": self.no_index,
         }
 
 
-def _redact(url: str | None) -> str | None:
-    return re.sub(r"//[^/@]+@", "//***@", url) if url else url
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
+
+
+def redact(text: str | None) -> str | None:
+    """``text`` with the credentials of every URL in it replaced by ``***``."""
+    return _CREDENTIALS.sub(r"\1***@", text) if text else text
+
+
+def _check_location(option: str, value: str, url: bool) -> None:
+    shown = redact(value)
+    fix = f"pass the index's URL, e.g. {option} https://pypi.org/simple" if url else \
+        f"pass a folder of wheels or a URL, e.g. {option} ./wheels"
+    if not value or value.startswith("-"):
+        raise UsageError(f"{option} {shown!r} is not a URL or folder (it starts with '-' or is empty)", fix)
+    if not value.isprintable() or (url and any(c.isspace() for c in value)):
+        raise UsageError(f"{option} {shown!r} holds white space or a control character", fix)
 
 
 _CONFIG_LINE = re.compile(r"^(?P<scope>[^.]*)\.(?P<key>[\w-]+)=(?P<value>.*)$")
@@ -75,14 +129,14 @@ _CONFIG_LINE = re.compile(r"^(?P<scope>[^.]*)\.(?P<key>[\w-]+)=(?P<value>.*)$")
 
 def _pip_config_lines() -> list[str]:
     """``pip config list`` of the pip that installs here (envcheck's own, else PATH's)."""
+    env = clean_environ({"PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     for cmd in ([sys.executable, "-m", "pip"], ["pip3"], ["pip"]):
         try:
-            proc = subprocess.run([*cmd, "config", "list"], capture_output=True, text=True,
-                                  timeout=30, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-        except (OSError, subprocess.TimeoutExpired):
+            done = processes.run([*cmd, "config", "list"], timeout=30, env=env)
+        except OSError:
             continue
-        if proc.returncode == 0:
-            return proc.stdout.splitlines()
+        if done.returncode == 0:
+            return done.stdout.splitlines()
     return []
 
 
@@ -121,59 +175,21 @@ def settings_from_pip_config(lines: list[str] | None = None) -> IndexSettings:
                          find_links=tuple(get("find-links")), no_index=no_index)
 
 
-def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment installers run in: no leaked interpreter or virtualenv settings."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV",
-                        "PYTHONDONTWRITEBYTECODE")}
-    if extra:
-        env.update(extra)
-    return env
-
-
 def run_logged(cmd: list[str], log: Path, env: dict[str, str]) -> tuple[int, str]:
-    """Run a command with its output appended to ``log``; on an interrupt, stop it and re-raise.
+    """Run a command with its output appended to ``log``; on an interrupt (Ctrl-C, SIGTERM,
+    SIGHUP) stop it and all it started, then re-raise. It dies with envcheck, even killed
+    with SIGKILL, so no installer goes on writing into an abandoned env (see processes).
 
     Returns (exit code, the tail of its output).
     """
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"$ {shlex.join(cmd)}\n")
         fh.flush()
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, preexec_fn=_die_with_parent)
-        try:
-            code = proc.wait()
-        except BaseException:
-            _stop(proc)
-            raise
+        with processes.started(cmd, env=env, stdout=fh, stderr=processes.STDOUT,
+                               grace=5.0) as child:
+            code = child.wait()
     tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
     return code, "\n".join(tail)
-
-
-def _die_with_parent() -> None:
-    """In the child, on Linux: be killed when envcheck is, even by SIGKILL (which envcheck
-    can't catch to clean up), so no installer goes on writing into an abandoned env."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Terminate, wait briefly, kill: the child and everything it started."""
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @dataclass
@@ -187,14 +203,14 @@ class Installer:
         raise OperationError(f"installer {self.name} can't create envs")
 
     def install(self, env_python: Path, requirements: list[str], index: IndexSettings, log: Path) -> None:
-        code, tail = run_logged(self.install_command(env_python, requirements, index), log, self.environ())
+        code, tail = run_logged(self.install_command(env_python, requirements, index), log, self.environ(index))
         if code != 0:
             raise install_failure(self.name, requirements, index, tail, log)
 
     def install_command(self, env_python: Path, requirements: list[str], index: IndexSettings) -> list[str]:
         raise OperationError(f"installer {self.name} can't install")
 
-    def environ(self) -> dict[str, str]:
+    def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
         return clean_environ()
 
 
@@ -213,11 +229,11 @@ class UvInstaller(Installer):
 
             return shutil.which("uv")
 
-    def environ(self) -> dict[str, str]:
+    def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
         extra = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         if self.cache_dir and "UV_CACHE_DIR" not in os.environ:
             extra["UV_CACHE_DIR"] = str(self.cache_dir)
-        return clean_environ(extra)
+        return clean_environ({**extra, **(index.variables("UV") if index else {})})
 
     def create_venv(self, python: str, target: Path, log: Path) -> None:
         cmd = [self.binary() or "uv", "venv", "--quiet", "--allow-existing", "--no-project",
@@ -258,12 +274,13 @@ class PipInstaller(Installer):
         # pip compiles bytecode by default; say it anyway, the benchmark compares like with like.
         return [*pip, "install", "--compile", "--disable-pip-version-check", *index.args(), *requirements]
 
-    def environ(self) -> dict[str, str]:
-        # The index settings arrive on the command line (the user's pip configuration merged
-        # in already), so pip must not read them a second time with its own precedence.
+    def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
+        # The index settings arrive whole (the user's pip configuration merged in already), so
+        # pip must not read its configuration a second time with its own precedence: no config
+        # file, and only the index variables set here.
         index_vars = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX")
         env = {k: v for k, v in clean_environ().items() if k not in index_vars}
-        env.update({"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INPUT": "1"})
+        env.update({"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INPUT": "1", **(index.variables("PIP") if index else {})})
         return env
 
 
@@ -296,13 +313,22 @@ def _last_error(tail: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+_DISK = re.compile(r"(No space left on device|os error 28)|(Disk quota exceeded|os error 122)|"
+                   r"(Read-only file system|os error 30)", re.IGNORECASE)
+
+
 def install_failure(backend: str, requirements: list[str], index: IndexSettings, tail: str, log: Path):
-    """A resolution or index failure is bad input (exit 2); anything else failed (exit 1)."""
-    reason = _last_error(tail)
-    where = "--no-index" if index.no_index else (index.index_url or "the default index")
+    """A resolution or index failure is bad input (exit 2); a full or read-only disk, or anything
+    else, failed (exit 1). Credentials in the installer's output are redacted."""
+    reason = redact(_last_error(tail))
+    disk = _DISK.search(tail)
+    if disk:
+        what = ("no space left on the device", "disk quota exceeded", "read-only file system")[disk.lastindex - 1]
+        return OperationError(f"{backend} install failed: {what} ({reason})",
+                              "free space (or make the env home writable) and run it again", log=str(log))
     if _RESOLUTION.search(tail):
         return UsageError(
-            f"{backend} could not resolve {' '.join(requirements)} from {where}: {reason}",
+            f"{backend} could not resolve {' '.join(requirements)} from {index.describe()}: {reason}",
             "check the requirement names and versions, and --index-url/--find-links",
             log=str(log))
     return OperationError(f"{backend} install failed: {reason}", "see the log", log=str(log))

@@ -1,7 +1,16 @@
 """The per-env manifest (``envcheck.json``): versioned, written atomically, read tolerantly.
 
 The on-disk ``state`` is ``creating`` until the very last step of a create writes ``ready``,
-so an env whose creator was killed (SIGKILL can't be caught) is visibly incomplete.
+and ``changing`` while an ``env add`` installs, so an env whose writer was killed (SIGKILL
+can't be caught) is visibly incomplete.
+
+Versions migrate forward, as pipx's metadata does: ``read`` upgrades an older document in
+memory through one migration per version (``_MIGRATIONS``: v1 -> v2 -> ...), writers always
+write ``SCHEMA``. A newer schema, a document that isn't JSON, or a field of the wrong type is
+a ``ManifestError`` (with its fix), which makes that one env ``broken``, never a crash.
+
+Schema history: /1 the first; /2 adds ``frameworks``, the deep-learning frameworks
+installed (``envcheck.frameworks.detect`` of ``packages``).
 """
 from __future__ import annotations
 
@@ -11,13 +20,30 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "envcheck.manifest/1"
+_PREFIX = "envcheck.manifest/"
+VERSION = 2
+SCHEMA = f"{_PREFIX}{VERSION}"
 READY = "ready"
 CREATING = "creating"
+CHANGING = "changing"
+
+# key -> expected shape; a dotted key is checked when its parent is there. "?" allows null.
+_REQUIRED = ("schema", "name", "state")
+_FIELDS = {
+    "schema": "str", "name": "line", "state": "str", "preset": "dict", "preset.name": "line?",
+    "preset.hash": "str?", "preset.kind": "str?", "preset.framework": "str?", "requested": "list[str]",
+    "python": "dict", "python.version": "str?", "python.base": "str?", "installer": "str?",
+    "index": "dict", "created": "str?", "updated": "str?", "packages": "dict[str,str]",
+    "frameworks": "list[str]",
+}
 
 
 class ManifestError(Exception):
     """The manifest exists but can't be read as an envcheck manifest."""
+
+    def __init__(self, message: str, fix: str | None = None):
+        super().__init__(message)
+        self.fix = fix
 
 
 def now() -> str:
@@ -36,23 +62,88 @@ def write_atomic(path: Path, data: Any) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk fails the write(), which names no file
         raise
 
 
 def read(path: Path) -> dict[str, Any]:
-    """Read a manifest; FileNotFoundError if absent, ManifestError if it is not one of ours."""
+    """Read a manifest, migrated to ``SCHEMA`` in memory; FileNotFoundError if absent,
+    ManifestError if it is not one of ours, is newer than this envcheck, or is malformed."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except FileNotFoundError:
         raise
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ManifestError(f"{path}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("name"), str):
+    if not isinstance(data, dict):
         raise ManifestError(f"{path}: not an {SCHEMA} document")
+    data = migrate(data, path)
+    problem = shape_problem(data)
+    if problem:
+        raise ManifestError(f"{path}: {problem}")
     return data
+
+
+def migrate(data: dict[str, Any], where: Path | str = "manifest") -> dict[str, Any]:
+    """``data`` brought forward to ``SCHEMA``, one migration per version."""
+    schema = data.get("schema")
+    version = schema[len(_PREFIX):] if isinstance(schema, str) and schema.startswith(_PREFIX) else ""
+    if not version.isdigit() or int(version) < 1:
+        raise ManifestError(f"{where}: not an {SCHEMA} document")
+    if int(version) > VERSION:
+        raise ManifestError(f"{where}: schema {schema} was made by a newer envcheck (this one reads up to {SCHEMA})",
+                            "made by a newer envcheck: upgrade envcheck")
+    for step in range(int(version), VERSION):
+        data = _MIGRATIONS[step](data)
+    return data
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    packages = data.get("packages")
+    return {**data, "schema": f"{_PREFIX}2",
+            "frameworks": frameworks_of(packages) if isinstance(packages, dict) else []}
+
+
+_MIGRATIONS = {1: _v1_to_v2}  # from version N to N+1
+
+
+def frameworks_of(packages: dict[str, str]) -> list[str]:
+    """The ``frameworks`` field: which deep-learning frameworks ``packages`` holds."""
+    from ..frameworks import detect  # names only: no framework is imported
+
+    return detect(packages)
+
+
+def shape_problem(data: dict[str, Any]) -> str | None:
+    """The first field of the wrong type (or missing), said plainly; None when the shape is sound."""
+    for key in _REQUIRED:
+        if key not in data:
+            return f"field '{key}' is missing"
+    for key, kind in _FIELDS.items():
+        parent, _, child = key.rpartition(".")
+        holder = data.get(parent) if parent else data
+        if not isinstance(holder, dict) or child not in holder:
+            continue
+        if not _fits(holder[child], kind):
+            return f"field '{key}' should be {kind.rstrip('?')}{' or null' if kind.endswith('?') else ''}, " \
+                   f"not {type(holder[child]).__name__}"
+    return None
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind.endswith("?"):
+        return value is None or _fits(value, kind[:-1])
+    if kind == "line":  # text that reaches output lines: printable, one line
+        return isinstance(value, str) and value.isprintable()
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "dict[str,str]":
+        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    return isinstance(value, {"str": str, "dict": dict}[kind])

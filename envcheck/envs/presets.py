@@ -4,7 +4,9 @@ Built-in presets ship inside the wheel as ``envcheck/presets/*.toml`` (the top-l
 ``presets/`` folder of the repository in an editable install); user presets live in
 ``$ENVCHECK_HOME/presets/*.toml`` and override a built-in of the same name. A preset's
 name is its file's stem. Every defect in a file is a ``UsageError`` naming the file and
-the key (or line), so a typo can never turn into a half-made env.
+the key (or line), so a typo can never turn into a half-made env. Files are read within
+limits (``LIMITS``: size, number of packages, length of each text) so a hostile file costs
+neither memory nor time, and each requirement is parsed once, here: ``Preset.requirements``.
 """
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ REQUIRED = ("title", "kind", "framework", "packages")
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 _TOML_WHERE = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 REQUIREMENT_FIX = "use PEP 508 form like 'numpy>=1.24'"
+# What one preset file may hold; each limit is named in the error that reports it.
+LIMITS = {"file bytes": 1 << 20, "packages": 500, "libraries": 64, "name": 100, "title": 200,
+          "description": 4000, "text": 1000}
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Preset:
     source: Path
     origin: str  # "builtin" | "user" | "file"
     content_hash: str = field(default="", compare=False)
+    requirements: tuple[Requirement, ...] = field(default=(), compare=False)  # ``packages``, parsed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,20 +105,46 @@ def builtin_dir() -> Path:
 def load_preset_file(path: Path | str, origin: str = "file") -> Preset:
     """Parse and validate one preset file; its name is the file's stem."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"preset file {path} not found",
-                         "pass the path of an existing .toml file, or see: envcheck presets list") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}", "check the file's permissions") from None
+    _check_name(path)
+    raw = _read_limited(path)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: {_toml_where(exc, raw)}", "fix the TOML syntax") from None
+    except RecursionError:
+        raise UsageError(f"{path}: arrays or tables nested too deeply to parse",
+                         "a preset needs no nesting beyond packages = [...] and a [gpu] table") from None
     return _build(path, data, origin)
+
+
+def _check_name(path: Path) -> None:
+    """The stem becomes the preset's name, which reaches manifests and ``env export``."""
+    name, limit = path.stem, LIMITS["name"]
+    if not name or not name.isprintable() or name != name.strip():
+        raise UsageError(f"preset file name {path.name!r} holds a control character, a line break or "
+                         "leading/trailing space", "rename the file: its name becomes the preset's name")
+    if len(name) > limit:
+        raise UsageError(f"preset file name {path.name[:40]!r}... is {len(name)} characters long "
+                         f"(limit 'name': {limit})", "rename the file to something shorter")
+
+
+def _read_limited(path: Path) -> bytes:
+    """At most the size limit + 1 bytes: ``/dev/zero`` or a huge file can't fill the memory."""
+    limit = LIMITS["file bytes"]
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise UsageError(f"preset file {path} not found",
+                         "pass the path of an existing .toml file, or see: envcheck presets list") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}", "check the file's permissions") from None
+    if len(raw) > limit:
+        raise UsageError(f"{path}: larger than {limit} bytes (limit 'file bytes')",
+                         "a preset is a short TOML file; check that this is the right file")
+    return raw
 
 
 def available_presets(home: Home) -> dict[str, Preset]:
@@ -157,35 +189,38 @@ def _build(path: Path, data: dict[str, Any], origin: str) -> Preset:
     for key in REQUIRED:
         if key not in data:
             raise UsageError(f"{path}: missing key '{key}'", f"add {key} = ... to the file")
-    title = _string(path, data, "title")
-    description = _string(path, data, "description", required=False)
+    title = _string(path, data, "title", limit=LIMITS["title"])
+    description = _string(path, data, "description", required=False, limit=LIMITS["description"])
     kind = _string(path, data, "kind")
     if kind not in KINDS:
         raise UsageError(f"{path}: key 'kind': {kind!r} is not one of {', '.join(KINDS)}",
                          'set kind = "cpu" or kind = "gpu"')
     framework = _string(path, data, "framework")
     requires_python = _specifier(path, _string(path, data, "requires-python", required=False))
-    packages = _string_list(path, data, "packages")
+    packages = _string_list(path, data, "packages", limit=LIMITS["packages"])
     if not packages:
         raise UsageError(f"{path}: key 'packages' is empty", "list at least one requirement")
-    for index, text in enumerate(packages):
-        try:
-            Requirement(text)
-        except InvalidRequirement as exc:
-            raise UsageError(f"{path}: key 'packages[{index}]': invalid requirement {text!r}: "
-                             f"{_first_line(exc)}", REQUIREMENT_FIX) from None
+    requirements = tuple(_requirement(path, index, text) for index, text in enumerate(packages))
     cuda, cudnn, libraries = _gpu_table(path, data, kind)
     # The hash covers what the env is made of, not the prose: a reworded description must not
     # make provision rebuild an env.
     content = {
         "kind": kind, "framework": framework,
-        "requires-python": str(requires_python), "packages": [str(Requirement(p)) for p in packages],
+        "requires-python": str(requires_python), "packages": [str(r) for r in requirements],
         "gpu": {"cuda": cuda, "cudnn": cudnn, "libraries": libraries},
     }
     return Preset(name=path.stem, title=title, description=description, kind=kind,
                   framework=framework, requires_python=requires_python, packages=packages,
                   cuda=cuda, cudnn=cudnn, libraries=libraries, source=path, origin=origin,
-                  content_hash=_hash(content))
+                  content_hash=_hash(content), requirements=requirements)
+
+
+def _requirement(path: Path, index: int, text: str) -> Requirement:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        raise UsageError(f"{path}: key 'packages[{index}]': invalid requirement {text!r}: "
+                         f"{_first_line(exc)}", REQUIREMENT_FIX) from None
 
 
 def _gpu_table(path: Path, data: dict[str, Any], kind: str) -> tuple[str | None, str | None, list[str]]:
@@ -205,7 +240,7 @@ def _gpu_table(path: Path, data: dict[str, Any], kind: str) -> tuple[str | None,
         raise UsageError(f"{path}: missing key 'gpu.cuda'", 'add cuda = "X.Y" to the [gpu] table')
     cuda = _version(path, table, "cuda")
     cudnn = _version(path, table, "cudnn") if "cudnn" in table else None
-    libraries = _string_list(path, table, "libraries", "gpu.") if "libraries" in table else []
+    libraries = _string_list(path, table, "libraries", "gpu.", LIMITS["libraries"]) if "libraries" in table else []
     return cuda, cudnn, libraries
 
 
@@ -217,22 +252,42 @@ def _check_keys(path: Path, data: dict[str, Any], allowed: tuple[str, ...], pref
             raise UsageError(f"{path}: unknown key '{prefix}{key}'", f"remove or rename it ({hint})")
 
 
-def _string(path: Path, data: dict[str, Any], key: str, prefix: str = "", required: bool = True) -> str:
+def _string(path: Path, data: dict[str, Any], key: str, prefix: str = "", required: bool = True,
+            limit: int = LIMITS["text"]) -> str:
     if key not in data and not required:
         return ""
     value = data[key]
     if not isinstance(value, str):
-        raise UsageError(f"{path}: key '{prefix}{key}' must be a string, not {_type(value)} ({value!r})",
+        raise UsageError(f"{path}: key '{prefix}{key}' must be a string, not {_type(value)} ({_short(value)})",
                          f'write it in quotes: {key} = "..."')
+    _check_length(path, f"{prefix}{key}", value, limit)
     return value.strip()
 
 
-def _string_list(path: Path, data: dict[str, Any], key: str, prefix: str = "") -> list[str]:
+def _string_list(path: Path, data: dict[str, Any], key: str, prefix: str = "",
+                 limit: int = LIMITS["packages"]) -> list[str]:
     value = data[key]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise UsageError(f"{path}: key '{prefix}{key}' must be a list of strings, not {value!r}",
+        raise UsageError(f"{path}: key '{prefix}{key}' must be a list of strings, not {_short(value)}",
                          f'write it as {key} = ["...", "..."]')
+    if len(value) > limit:
+        raise UsageError(f"{path}: key '{prefix}{key}' lists {len(value)} entries (limit '{key}': {limit})",
+                         "list fewer; a preset names the top-level packages, the installer finds the rest")
+    for index, item in enumerate(value):
+        _check_length(path, f"{prefix}{key}[{index}]", item, LIMITS["text"])
     return [item.strip() for item in value]
+
+
+def _check_length(path: Path, key: str, value: str, limit: int) -> None:
+    if len(value) > limit:
+        name = key if key in LIMITS else "text"
+        raise UsageError(f"{path}: key '{key}' is {len(value)} characters long (limit '{name}': {limit})",
+                         "shorten it")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _version(path: Path, table: dict[str, Any], key: str) -> str:

@@ -2,16 +2,20 @@
 
 Reading (``list``, ``get``) touches only manifests and ``*.dist-info`` folder names, so it is
 fast and never starts an env's interpreter. Changing (``create``, ``add``, ``remove``) happens
-under the env's lock, after every input has been validated, so bad input changes nothing.
+under the env's lock, after every input has been validated, so bad input changes nothing
+(not even a log, a lock or an empty folder: ``_changing`` takes back what it made).
+
+Interruptions, SIGKILL included, leave each env as it was or visibly incomplete, and the next
+command finishes the job: see ``scratch`` for the steps each change takes and how what an
+interrupted one left is recovered (``list``, ``get``, ``create``, ``add`` and ``remove`` do it,
+under the env's lock, each action one line for ``notice``, stderr by default).
 """
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import signal
-import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +23,9 @@ from typing import Any, Callable, Iterator
 
 from . import manifest as mf
 from ..errors import BusyError, UsageError
+from .gate_link import link_env
 from .metadata import installed_packages
+from .scratch import Scratch, discard, disk_errors, is_stub, signals_held, sigterm_as_interrupt, stderr_notice
 from ..paths import MANIFEST_NAME, Home
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -49,6 +55,7 @@ class EnvInfo:
     manifest: dict[str, Any] = field(default_factory=dict)
     packages: dict[str, str] = field(default_factory=dict)
     problem: str | None = None
+    fix: str | None = None  # the command that repairs an incomplete or broken env
 
     @property
     def python(self) -> Path:
@@ -74,35 +81,23 @@ class EnvInfo:
             "created": m.get("created"),
             "updated": m.get("updated"),
             "requested": m.get("requested", []),
+            "frameworks": m.get("frameworks", []),
             "packages": self.packages,
             "problem": self.problem,
+            "fix": self.fix,
         }
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM takes the same clean-up path as Ctrl-C while an env is being changed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 class EnvStore:
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, notice: Callable[[str], None] | None = None):
         self.home = home
+        self.notice = notice or stderr_notice  # hears what recovery did, one line each
+        self.scratch = Scratch(home.root / "tmp", self.notice, lambda name: bool(NAME_RE.fullmatch(name)))
 
     # -- reading -------------------------------------------------------------------------
 
     def list(self) -> list[EnvInfo]:
+        self._settle(None)
         try:
             entries = sorted(e.name for e in os.scandir(self.home.envs)
                              if e.is_dir(follow_symlinks=False) and NAME_RE.fullmatch(e.name))
@@ -112,6 +107,10 @@ class EnvStore:
 
     def get(self, name: str) -> EnvInfo:
         check_name(name)
+        self._settle(name)
+        return self._current(name)
+
+    def _current(self, name: str) -> EnvInfo:
         info = self._info(name)
         if info is None:
             raise UsageError(f"no env named {name!r}", "see `envcheck env list`")
@@ -124,15 +123,27 @@ class EnvStore:
         try:
             data = mf.read(path / MANIFEST_NAME)
         except FileNotFoundError:
+            if is_stub(path):  # an older envcheck's create killed mid-write
+                return EnvInfo(name, path, "incomplete", problem="its creation stopped before its manifest was written",
+                               fix=f"envcheck env remove {name} --yes, or create it again")
             return None  # not an envcheck env
         except mf.ManifestError as exc:
-            return EnvInfo(name, path, "broken", problem=f"unreadable manifest ({exc})")
-        info = EnvInfo(name, path, "ready" if data.get("state") == mf.READY else "incomplete",
+            return EnvInfo(name, path, "broken", problem=f"unreadable manifest ({exc})",
+                           fix=exc.fix or f"envcheck env remove {name} --yes, then create it again")
+        info = EnvInfo(name, path, "ready" if data["state"] == mf.READY else "incomplete",
                        manifest=data, packages=installed_packages(path))
-        if info.state == "incomplete":
+        if data["state"] == mf.CHANGING and self.scratch.add_pending(name):
+            info.problem = "an `env add` is changing it, or was interrupted"
+            info.fix = f"wait for it; if none runs, any envcheck command on it (envcheck env show {name}) restores it"
+        elif data["state"] == mf.CHANGING:
+            info.problem = "an `env add` was interrupted and its backup is gone"
+            info.fix = f"envcheck env remove {name} --yes, then create it again"
+        elif info.state == "incomplete":
             info.problem = "its creation did not finish; `envcheck env create` of the same name recovers it"
+            info.fix = f"envcheck env create {name} --preset {info.preset.get('name') or 'P'}"
         elif not info.python.exists():
             info.state, info.problem = "broken", f"interpreter {info.python} is missing"
+            info.fix = f"envcheck env remove {name} --yes, then create it again"
         return info
 
     def export(self, name: str) -> str:
@@ -142,46 +153,78 @@ class EnvStore:
         pins = [f"{n}=={v}" for n, v in info.packages.items() if n not in NOT_EXPORTED]
         return "\n".join([header, *pins]) + "\n"
 
-    def _require_ready(self, name: str) -> EnvInfo:
-        info = self.get(name)
+    def _require_ready(self, name: str, info: EnvInfo | None = None) -> EnvInfo:
+        info = info or self.get(name)
         if info.state != "ready":
             raise UsageError(f"env {name} is {info.state}: {info.problem}",
-                             f"recreate it: envcheck env remove {name} --yes, then envcheck env create {name}")
+                             info.fix or f"recreate it: envcheck env remove {name} --yes, then envcheck env create {name}")
         return info
 
     # -- changing ------------------------------------------------------------------------
 
     @contextmanager
     def locked(self, name: str) -> Iterator[None]:
-        """The env's lock, kept outside the env folder; held by another process = BusyError."""
+        """The env's lock, kept outside the env folder; held by another process = BusyError.
+
+        A lock file this command made goes again when the command fails on bad input."""
         from filelock import FileLock, Timeout
 
         self.home.locks.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.home.lock(name)), timeout=0)
+        path = self.home.lock(name)
+        fresh = not path.exists()
+        lock = FileLock(str(path), timeout=0)
         try:
             lock.acquire()
         except Timeout:
             raise BusyError(name) from None
         try:
             yield
+        except UsageError:
+            if fresh:
+                path.unlink(missing_ok=True)  # while still held: a waiter re-checks after it
+            raise
         finally:
             lock.release()
 
-    def _log(self, name: str, action: str) -> Path:
-        self.home.logs.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-        return self.home.logs / f"{name}-{action}-{stamp}-{os.getpid()}.log"
+    @contextmanager
+    def _changing(self, name: str) -> Iterator[None]:
+        """The frame of every change to env NAME: under its lock, after what an interrupted
+        command left is settled; a full or read-only disk said plainly (exit 1); bad input
+        (exit 2) leaves none of the folders this command made."""
+        bookkeeping = [self.home.root, self.home.envs, self.home.locks, self.home.logs,
+                       self.home.root / "tmp", self.home.uv_cache.parent, self.home.uv_cache]
+        fresh = [path for path in bookkeeping if not path.exists()]
+        try:
+            with disk_errors(self.home.root), self.locked(name):
+                self.scratch.recover(name, self.home.env_dir(name))
+                yield
+        except UsageError:
+            for path in reversed(fresh):
+                if path == self.home.uv_cache:
+                    shutil.rmtree(path, ignore_errors=True)  # made by this command's installer only
+                else:
+                    with suppress(OSError):
+                        path.rmdir()
+            raise
 
-    def _scratch(self, name: str, what: str) -> Path:
-        scratch = self.home.root / "tmp"
-        scratch.mkdir(parents=True, exist_ok=True)
-        return scratch / f"{name}.{what}-{os.getpid()}"
+    def _log(self, name: str, action: str) -> Path:
+        """A new log, readable by its owner only (an installer's output may name private indexes)."""
+        self.home.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+        path = self.home.logs / f"{name}-{action}-{stamp}-{os.getpid()}.log"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(fd, 0o600)
+        os.close(fd)
+        return path
 
     def create(self, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
-               installer: str | None = None, index: dict[str, Any] | None = None,
+               installer: str | None = None, index=None, keep_log: bool = False,
                progress: Callable[[str], None] | None = None) -> EnvInfo:
         """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all.
 
+        ``index``: the command line's ``IndexSettings``, laid over the pip configuration.
+        ``keep_log``: keep the installer's log of a failure on bad input too (for a caller that
+        reports it as a failure, exit 1, rather than as bad input, exit 2, that changed nothing).
         ``progress`` hears one line once the inputs are valid and the work begins.
         """
         from .installers import choose_backend, settings_from_pip_config
@@ -189,14 +232,15 @@ class EnvStore:
         from .pythons import find_python
 
         check_name(name)
-        requirements = [str(parse_requirement(r)) for r in (*preset.packages, *add)]
+        self._settle(name)
+        requirements = [str(r) for r in (*preset.requirements, *map(parse_requirement, add))]
         interpreter = find_python(preset.requires_python, python, needed_by=f"preset {preset.name}")
         backend = choose_backend(installer)
         backend.cache_dir = self.home.uv_cache
-        settings = settings_from_pip_config().merged(**(index or {}))
+        settings = settings_from_pip_config().merged(index)
         target = self.home.env_dir(name)
         self._refuse_foreign(name, target)
-        with self.locked(name):
+        with self._changing(name):
             self._clear_incomplete(name, target)
             if progress:
                 progress(f"creating env {name} from preset {preset.name} with {backend.name}, "
@@ -204,31 +248,44 @@ class EnvStore:
             log = self._log(name, "create")
             made = False
             try:
-                with _sigterm_as_interrupt():
-                    target.mkdir(parents=True)
-                    made = True
+                with sigterm_as_interrupt():
                     record = {
                         "schema": mf.SCHEMA, "name": name, "state": mf.CREATING,
                         "preset": {**preset.to_json(), "hash": preset.content_hash},
                         "requested": requirements,
                         "python": {"version": str(interpreter.version), "base": str(interpreter.path)},
                         "installer": backend.name, "index": settings.to_json(),
-                        "created": mf.now(), "updated": mf.now(), "packages": {},
+                        "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [],
                     }
-                    mf.write_atomic(target / MANIFEST_NAME, record)
+                    self._place(name, target, record)
+                    made = True
                     backend.create_venv(str(interpreter.path), target, log)
                     backend.install(env_python(target), requirements, settings, log)
-                    record.update(state=mf.READY, packages=installed_packages(target), updated=mf.now())
+                    link_env(self.home, target)
+                    packages = installed_packages(target)
+                    record.update(state=mf.READY, packages=packages, frameworks=mf.frameworks_of(packages),
+                                  updated=mf.now())
                     mf.write_atomic(target / MANIFEST_NAME, record)
-            except BaseException:
+            except BaseException as exc:
+                if not keep_log:
+                    _forget_log(exc, log)
                 if made:
-                    shutil.rmtree(target, ignore_errors=True)
+                    self.scratch.delete(name, target)
                 raise
             log.unlink(missing_ok=True)
         return self.get(name)
 
+    def _place(self, name: str, target: Path, record: dict[str, Any]) -> None:
+        """Make ``envs/NAME`` appear holding its first manifest, in one rename."""
+        staging = self.scratch.path(name, "create")
+        staging.mkdir()
+        mf.write_atomic(staging / MANIFEST_NAME, record)
+        self.home.envs.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, target)
+
     def _refuse_foreign(self, name: str, target: Path) -> None:
-        if target.is_symlink() or (target.exists() and not (target / MANIFEST_NAME).is_file()):
+        if target.is_symlink() or (target.exists() and not (target / MANIFEST_NAME).is_file()
+                                   and not is_stub(target)):
             raise UsageError(f"{target} exists and was not created by envcheck",
                              "move it away or choose another env name")
         info = self._info(name)
@@ -237,23 +294,20 @@ class EnvStore:
                              f"use `envcheck env add {name} REQ...` to add packages, or remove it first")
         if info is not None and info.state == "broken":
             raise UsageError(f"env {name} exists but is broken: {info.problem}",
-                             f"envcheck env remove {name} --yes, then create it again")
+                             info.fix or f"envcheck env remove {name} --yes, then create it again")
+        if info is not None and info.manifest.get("state") == mf.CHANGING:
+            raise UsageError(f"env {name} exists: {info.problem}", info.fix)
 
     def _clear_incomplete(self, name: str, target: Path) -> None:
         """Recover an env left ``incomplete`` by a killed create (checked again under the lock)."""
         self._refuse_foreign(name, target)
         if target.exists():
-            self._delete(name, target)
-
-    def _delete(self, name: str, target: Path) -> None:
-        """Move the env out of the listing in one step, then delete it."""
-        doomed = self._scratch(name, "removing")
-        os.replace(target, doomed)
-        shutil.rmtree(doomed)
+            self.scratch.delete(name, target)
 
     def add(self, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
-            index: dict[str, Any] | None = None) -> EnvInfo:
-        """Install more packages; on any failure the env is left exactly as it was."""
+            index=None) -> EnvInfo:
+        """Install more packages; on any failure or interruption the env is left exactly as it
+        was (a SIGKILL: as it was once ``Scratch.recover`` has run, and visibly incomplete until then)."""
         from .installers import choose_backend, settings_from_pip_config
         from .presets import parse_requirement
 
@@ -261,42 +315,66 @@ class EnvStore:
         if not requirements:
             raise UsageError("no requirements given", f"envcheck env add {name} 'package>=1.0'")
         reqs = [str(parse_requirement(r)) for r in requirements]
-        info = self._require_ready(name)
-        backend = choose_backend(installer, info.manifest.get("installer"))
-        backend.cache_dir = self.home.uv_cache
-        settings = settings_from_pip_config().merged(**(index or {}))
-        with self.locked(name):
+        choose_backend(installer, self._require_ready(name).manifest.get("installer"))  # bad input: before any write
+        settings = settings_from_pip_config().merged(index)
+        with self._changing(name):
+            info = self._require_ready(name, self._current(name))  # as it is now, under the lock
+            backend = choose_backend(installer, info.manifest.get("installer"))
+            backend.cache_dir = self.home.uv_cache
             log = self._log(name, "add")
-            backup = self._scratch(name, "backup")
-            # Hard links: installers replace files (unlink + write), never edit them in place,
-            # so the backup keeps the old contents at the cost of directory entries only.
-            shutil.copytree(info.path, backup, symlinks=True, copy_function=os.link)
-            try:
-                with _sigterm_as_interrupt():
-                    backend.install(info.python, reqs, settings, log)
-                    record = dict(info.manifest)
-                    record.update(requested=[*record.get("requested", []), *reqs],
-                                  packages=installed_packages(info.path), updated=mf.now(),
-                                  installer=backend.name)
-                    mf.write_atomic(info.path / MANIFEST_NAME, record)
-            except BaseException:
-                shutil.rmtree(info.path, ignore_errors=True)
-                os.replace(backup, info.path)
-                raise
-            shutil.rmtree(backup, ignore_errors=True)
+            self._install_more(info, reqs, backend, settings, log)
             log.unlink(missing_ok=True)
         return self.get(name)
+
+    def _install_more(self, info: EnvInfo, reqs: list[str], backend, settings, log: Path) -> None:
+        """Backup, intent, ``changing``, install, commit (``ready``); rolled back on any failure."""
+        name, manifest = info.name, info.path / MANIFEST_NAME
+        backup = self.scratch.path(name, "backup")
+        intent = self.scratch.path(name, "add", ".json")
+        try:
+            with sigterm_as_interrupt():
+                # Hard links: installers replace files (unlink + write), never edit them in place,
+                # so the backup keeps the old contents at the cost of directory entries only.
+                shutil.copytree(info.path, backup, symlinks=True, copy_function=os.link)
+                mf.write_atomic(intent, {"env": name, "pid": os.getpid(), "backup": backup.name,
+                                         "requested": reqs, "started": mf.now()})
+                mf.write_atomic(manifest, {**info.manifest, "state": mf.CHANGING, "updated": mf.now()})
+                backend.install(info.python, reqs, settings, log)
+                packages = installed_packages(info.path)
+                mf.write_atomic(manifest, {**info.manifest, "schema": mf.SCHEMA, "state": mf.READY,
+                                           "requested": [*info.manifest.get("requested", []), *reqs],
+                                           "packages": packages, "frameworks": mf.frameworks_of(packages),
+                                           "updated": mf.now(), "installer": backend.name})
+        except BaseException as exc:
+            aside = None
+            with signals_held():
+                if intent.exists():
+                    aside = self.scratch.restore(name, info.path, backup)
+                    intent.unlink()
+            _forget_log(exc, log)
+            for path in (aside, backup):  # interruptible: a leftover goes at the next recover
+                if path is not None:
+                    discard(path)
+            raise
+        intent.unlink()
+        discard(backup)
 
     def remove(self, name: str) -> Path:
         """Delete an env: only a folder directly inside the env home that carries a manifest."""
         target = self.removal_target(name)
-        with self.locked(name):
-            self._delete(name, target)
+        with self._changing(name):
+            target = self.removal_target(name)  # again, under the lock
+            self.scratch.delete(name, target)
         return target
+
+    def _settle(self, name: str | None) -> None:
+        """Recover env ``name`` (None: every env) where something was left and no one holds the lock."""
+        self.scratch.settle(name, self.locked, self.home.env_dir)
 
     def removal_target(self, name: str) -> Path:
         """The folder ``remove`` would delete, after every safety check (UsageError if unsafe)."""
         check_name(name)
+        self._settle(name)
         target = self.home.env_dir(name)
         if target.is_symlink():
             raise UsageError(f"{target} is a symbolic link; envcheck never removes anything outside its home",
@@ -307,7 +385,14 @@ class EnvStore:
         if target.resolve().parent != self.home.envs.resolve() or home not in target.resolve().parents:
             raise UsageError(f"{target} resolves outside the env home {home}",
                              "remove it yourself if you mean to")
-        if not (target / MANIFEST_NAME).is_file():
+        if not (target / MANIFEST_NAME).is_file() and not is_stub(target):
             raise UsageError(f"{target} has no envcheck manifest; envcheck removes only envs it created",
                              "remove it yourself if you mean to")
         return target
+
+
+def _forget_log(exc: BaseException, log: Path) -> None:
+    """Bad input changes nothing: its log goes too (its reason is in the error line)."""
+    if isinstance(exc, UsageError):
+        log.unlink(missing_ok=True)
+        exc.log = None
