@@ -124,3 +124,33 @@ def test_a_deleted_interpreter_misses_the_stored_pass(gated, home):
     (home / "envs" / "tf" / "bin" / "python").unlink()
     data = gate(gated)
     assert not data["ready"] and not data["cached"] and "interpreter" in data["reason"]
+
+
+GATE_IN_ENV = """
+import json, sys
+import envcheck
+out = {"foreign": sorted(m for m in ("click", "packaging", "pynvml", "filelock", "platformdirs",
+                                      "tensorflow", "torch", "jax") if m in sys.modules)}
+out["verdict"] = envcheck.ensure_ready()["verdict"]
+try:
+    envcheck.ensure_ready(require_gpu=True)
+except envcheck.NotReady as exc:
+    out["not_ready_fix"] = exc.fix
+out["foreign"] += sorted(m for m in ("click", "packaging", "pynvml", "filelock", "tensorflow")
+                         if m in sys.modules)
+print(json.dumps(out))
+"""
+
+
+def test_ensure_ready_works_inside_every_env_envcheck_creates(gated, home, tmp_path):
+    """The env's own python imports envcheck through the env's gate link, answers from the
+    stored report, and imports nothing but the standard library and envcheck."""
+    python = home / "envs" / "tf" / "bin" / "python"
+    assert subprocess.run([str(python), "-c", "import click"], capture_output=True).returncode != 0
+    env = {k: v for k, v in gated.items() if k not in ("ENVCHECK_HOME",)}
+    proc = subprocess.run([str(python), "-c", GATE_IN_ENV], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)  # not the repo: its envcheck/ would be on sys.path
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "ready" and out["foreign"] == []
+    assert out["not_ready_fix"]

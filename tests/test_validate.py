@@ -17,6 +17,7 @@ STANDINS = {
     "importerror": "raise ImportError('libcudart.so.11.0: cannot open shared object file: No such file or directory')\n",
     "hang": "import time\ntime.sleep(10 ** 6)\n",
     "abort": "import os\nos.abort()\n",
+    "odd": "import sys\nsys.stderr.write('odd-stand-in: something odd happened\\n')\nraise RuntimeError('odd')\n",
 }
 
 
@@ -68,6 +69,9 @@ def test_two_logical_cpu_replicas(tf_home):
     assert [d["device"] for d in report["devices"]] == ["cpu:0", "cpu:1"]
     assert all(d["status"] == "pass" for d in report["devices"])
     assert check(report, "multi-replica")["status"] == "pass"
+    # what the efficiency measures, and why logical CPUs can't scale, is said with it
+    assert "1.00 = each replica as fast as one device alone" in check(report, "multi-replica")["summary"]
+    assert "logical CPU devices share this host's" in check(report, "multi-replica")["detail"]
 
 
 def test_human_report_shows_devices_and_verdict(tf_home):
@@ -163,3 +167,16 @@ def test_the_smoke_fit_leaves_the_users_home_untouched(tf_home, tmp_path):
     r = envcheck(tf_home, "validate", "tf", "--devices", "cpu", env=env)
     assert r.code == 0, r.err
     assert list(user_home.iterdir()) == []
+
+
+def test_a_failing_smoke_keeps_the_runners_output_in_a_log_named_by_the_fix(home, tmp_path):
+    standin_env(home, tmp_path, "crash", "odd")
+    r = envcheck(home, "validate", "crash", "--devices", "cpu", "--timeout", "10")
+    assert r.code == 1 and "Traceback" not in r.out + r.err
+    fixes = [line for line in r.out.splitlines() if line.strip().startswith("fix (")]
+    assert fixes and all("see the detail" not in f for f in fixes)
+    logs = list((home / "logs").glob("crash-smoke-*.log"))
+    assert len(logs) == 1 and str(logs[0]) in r.out
+    assert (logs[0].stat().st_mode & 0o777) == 0o600
+    assert "odd-stand-in" in logs[0].read_text()
+    assert envcheck(home, "diagnose", str(logs[0])).code in (0, 1)

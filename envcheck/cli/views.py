@@ -121,7 +121,8 @@ def report_lines(report) -> list[str]:
         for d in report.devices:
             loss = (f"{_fmt(d['loss_first'], '.4f')} -> {_fmt(d['loss_last'], '.4f')}"
                     if d["loss_first"] is not None else "-")
-            note = d.get("error") or (f"on {d['placed_on']}" if d.get("placed_on") else "")
+            error = [ln for ln in (d.get("error") or "").splitlines() if ln.strip()]
+            note = error[-1].strip() if error else (f"on {d['placed_on']}" if d.get("placed_on") else "")
             rows.append((d["device"], d["status"], _fmt(d["ms_per_step"]), loss, note))
         lines += [""] + table(rows, "  ")
     if report.speedup:
@@ -221,4 +222,33 @@ def render_finding(finding) -> str:
         f"  fix: {finding.fix}",
     ]
     lines += [f"  see: {link}" for link in finding.links[:2]]
+    return "\n".join(lines)
+
+
+@text("envcheck.usecases.catalogue:EnvListing")
+def env_listing(result) -> str:
+    if not result.envs:
+        return f"no envs yet; {result.hint}"
+    rows = [("NAME", "STATE", "PRESET", "PYTHON", "PKGS", "CREATED")]
+    rows += [(e.name, e.state, e.preset.get("name") or "-",
+              e.manifest.get("python", {}).get("version") or "-", str(len(e.packages)),
+              (e.manifest.get("created") or "-")[:19]) for e in result.envs]
+    return "\n".join(table(rows, last_free=False))
+
+
+@text("envcheck.usecases.catalogue:EnvDetail")
+def env_detail(result) -> str:
+    info = result.env
+    if result.created:
+        return (f"created env {info.name} ({len(info.packages)} packages, python "
+                f"{info.manifest['python']['version']}, {info.manifest['installer']}) at {info.path}")
+    if result.changed is not None:
+        return f"env {info.name}: " + (", ".join(f"{n}=={v}" for n, v in result.changed.items())
+                                       or "nothing changed")
+    data = info.to_json()
+    lines = [f"{key + ':':16}{data[key]}" for key in
+             ("name", "state", "path", "preset", "kind", "framework", "python_version", "installer",
+              "created", "updated", "problem", "fix") if data.get(key) is not None]
+    lines.append(f"{'packages:':16}{len(info.packages)}")
+    lines += [f"  {name}=={version}" for name, version in info.packages.items()]
     return "\n".join(lines)

@@ -41,6 +41,7 @@ class EnvDetail(Result):
     schema: ClassVar[str] = "envcheck.env/1"
     env: Any
     changed: dict[str, str] | None = None  # after `env add`: what it installed or upgraded
+    created: bool = False  # made by this command
 
     def body(self) -> dict[str, Any]:
         return {"env": self.env.to_json()}
@@ -63,3 +64,33 @@ def list_envs(session) -> EnvListing:
 
     envs = session.store.list()
     return EnvListing(envs, "" if envs else f"create one: {cpu_hint(session.home)}")
+
+
+def show_env(session, name: str) -> EnvDetail:
+    return EnvDetail(session.store.get(name))
+
+
+def create_env(session, name: str, *, preset_name: str | None, preset_file: str | None,
+               python: str | None = None, add: tuple[str, ...] = (), installer: str | None = None,
+               index: Any = None, progress=None) -> EnvDetail:
+    from ..envs.presets import resolve_preset
+    from ..errors import UsageError
+    from .hints import cpu_hint
+
+    if bool(preset_name) == bool(preset_file):
+        raise UsageError("give exactly one of --preset and --preset-file", f"e.g. {cpu_hint(session.home)}")
+    preset = resolve_preset(session.home, name=preset_name, file=preset_file)
+    return EnvDetail(session.store.create(name, preset, python=python, add=add, installer=installer,
+                                          index=index, progress=progress), created=True)
+
+
+def add_packages(session, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
+                 index: Any = None) -> EnvDetail:
+    before = session.store.get(name).packages
+    info = session.store.add(name, requirements, installer=installer, index=index)
+    return EnvDetail(info, {n: v for n, v in info.packages.items() if before.get(n) != v})
+
+
+def export_env(session, name: str) -> str:
+    """Exact ``name==version`` pins, usable as a requirements file (text by nature, no JSON)."""
+    return session.store.export(name)

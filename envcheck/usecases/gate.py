@@ -143,20 +143,64 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0,
     """Judge the interpreter this code runs in; return the report or raise NotReady.
 
     Quick checks only (host, compat, integrity) unless a stored validation of this env is
-    still valid. Imports no framework.
+    still valid. Imports no framework. Inside an env envcheck created (envcheck imported
+    through the env's gate link), envcheck's own interpreter answers, so this process
+    imports nothing beyond the standard library.
     """
+    seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
+    delegate = _envcheck_python()
+    if delegate is not None:
+        result = _ask(delegate, require_gpu, min_gpus, seconds)
+    else:
+        result = _judge_here(require_gpu, min_gpus, seconds)
+    if not result.ready:
+        raise NotReady(result)
+    return result.report
+
+
+def _envcheck_python() -> str | None:
+    """envcheck's interpreter, as its home records it, when this one is an envcheck env."""
+    prefix = Path(sys.prefix)
+    if not (prefix / "envcheck.json").is_file():
+        return None
+    from ..envs.gate_link import envcheck_python
+
+    python = envcheck_python(prefix.parent.parent)
+    return python if python and Path(python).exists() and python != sys.executable else None
+
+
+def _ask(python: str, require_gpu: bool, min_gpus: int, seconds: float) -> GateResult:
+    """`envcheck check` for this env, run by envcheck's interpreter: the gate's one policy."""
+    import json
+    import os
+    import subprocess
+
+    prefix = Path(sys.prefix)
+    argv = [python, "-m", "envcheck", "--home", str(prefix.parent.parent), "check", "--env",
+            prefix.name, "--json", "--min-gpus", str(min_gpus), "--max-age", f"{seconds}s"]
+    argv += ["--require-gpu"] if require_gpu else []
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=environ,
+                          stdin=subprocess.DEVNULL)
+    try:
+        data = json.loads(proc.stdout)
+        fields = {k: data[k] for k in ("env", "ready", "cached", "reason", "fix", "age_s", "gpus_usable")}
+        return GateResult(**fields, report=data.get("report") or {})
+    except (ValueError, KeyError, TypeError):
+        error = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        return GateResult(prefix.name, False, False, error.removeprefix("envcheck: error: "),
+                          f"run: {python} -m envcheck check --env {prefix.name}", None, 0, {})
+
+
+def _judge_here(require_gpu: bool, min_gpus: int, seconds: float) -> GateResult:
     from ..validation.reports import fingerprint, load_report
     from .session import Session
 
-    seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
     home, info = _running_env()
     session = Session(home)
     stored = load_report(home, info.name) if home else None
     if _stored_answer(stored, fingerprint(info, session.host), seconds, False):
-        result = _judge(info.name, stored, True, require_gpu, min_gpus)
-    else:
-        report = session.validate_and_store(info, smoke=False, store=home is not None)
-        result = _judge(info.name, report.to_json(), False, require_gpu, min_gpus)
-    if not result.ready:
-        raise NotReady(result)
-    return result.report
+        return _judge(info.name, stored, True, require_gpu, min_gpus)
+    report = session.validate_and_store(info, smoke=False, store=home is not None)
+    return _judge(info.name, report.to_json(), False, require_gpu, min_gpus)

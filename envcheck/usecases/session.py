@@ -83,7 +83,8 @@ class Session:
                               "see `envcheck env list`")
         try:
             report = validate(info, self.host, devices=devices, smoke=smoke,
-                              timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+                              timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                              log_dir=self.home.logs if store else None)
             if not info.path.exists():
                 raise gone
             if store and self._keeps(info, report):

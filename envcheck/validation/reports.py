@@ -1,4 +1,5 @@
-"""Stored validation reports and the fingerprint they depend on.
+"""Validation reports: their checks, how deep they went, the fingerprint they depend on, and
+their storage.
 
 Kept apart from ``validate`` so the pre-training gate's cache hit imports only this.
 """
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,48 @@ SCHEMA = "envcheck.report/1"
 # How deep a validation went: the quick checks only; plus the framework listing its devices
 # in the env's interpreter; plus the smoke fit. A report answers for its depth and below.
 DEPTHS = ("quick", "listing", "smoke")
+STATUSES = ("pass", "warn", "fail", "skip")
+
+
+@dataclass
+class Check:
+    id: str
+    status: str
+    summary: str
+    detail: str = ""
+    fix: str | None = None
+
+
+@dataclass
+class Report:
+    env: str
+    verdict: str  # ready | degraded | not-ready
+    checks: list[Check]
+    devices: list[dict[str, Any]]
+    multi_replica: dict[str, Any] | None
+    speedup: dict[str, Any] | None
+    build: dict[str, Any]
+    host: dict[str, Any]
+    fingerprint: dict[str, Any]
+    created: str
+    wall_s: float
+    smoke: bool
+    gpus_usable: int = 0  # GPUs this env's framework build can train on here
+    depth: str = "quick"  # how deep it went: one of DEPTHS
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["schema"] = SCHEMA
+        return data
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict != "not-ready"
+
+
+def verdict_of(checks: list[Check]) -> str:
+    statuses = {c.status for c in checks}
+    return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
 
 
 def deeper(a: str | None, b: str | None) -> bool:

@@ -7,7 +7,6 @@ prints; the CLI renders the ``Report``.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,52 +16,7 @@ from .. import frameworks
 from ..envs import manifest as mf
 from . import DEFAULT_TIMEOUT
 from .devices import Device, DeviceSpec, check_known, parse_devices, runner_name
-from .reports import SCHEMA, fingerprint
-
-STATUSES = ("pass", "warn", "fail", "skip")
-
-
-@dataclass
-class Check:
-    id: str
-    status: str
-    summary: str
-    detail: str = ""
-    fix: str | None = None
-
-
-@dataclass
-class Report:
-    env: str
-    verdict: str  # ready | degraded | not-ready
-    checks: list[Check]
-    devices: list[dict[str, Any]]
-    multi_replica: dict[str, Any] | None
-    speedup: dict[str, Any] | None
-    build: dict[str, Any]
-    host: dict[str, Any]
-    fingerprint: dict[str, Any]
-    created: str
-    wall_s: float
-    smoke: bool
-    gpus_usable: int = 0  # GPUs this env's framework build can train on here
-    depth: str = "quick"  # how deep it went: one of reports.DEPTHS
-
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["schema"] = SCHEMA
-        return data
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict != "not-ready"
-
-
-def verdict_of(checks: list[Check]) -> str:
-    statuses = {c.status for c in checks}
-    return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
-
+from .reports import Check, Report, fingerprint, verdict_of
 
 @dataclass
 class _Ctx:
@@ -78,6 +32,8 @@ class _Ctx:
     skipped: dict[str, str] = field(default_factory=dict)
     gpus_usable: int = 0
     listing: bool = False  # the framework listed its devices, no fit (--no-smoke on a GPU host)
+    log_dir: Path | None = None  # where a failing runner's output is kept
+    log: str | None = None
 
     @property
     def gpu_env(self) -> bool:
@@ -129,7 +85,9 @@ def _integrity(ctx: _Ctx) -> Check:
     result = check_integrity(info.path, info.manifest.get("requested", []), info.packages,
                              info.manifest.get("python", {}).get("version"))
     if not ctx.smoke:
-        started = _interpreter_starts(info.python)
+        from ..envs.pythons import interpreter_problem
+
+        started = interpreter_problem(info.python, timeout=ctx.timeout)
         if started is not None:
             return Check("integrity", "fail", f"the env's interpreter does not start: {started}",
                          fix=f"recreate the env: envcheck env remove {info.name} --yes && envcheck env create ...")
@@ -140,21 +98,13 @@ def _integrity(ctx: _Ctx) -> Check:
                  "; ".join(problems), f"envcheck env add {info.name} '<the missing requirement>' or recreate the env")
 
 
-def _interpreter_starts(python: Path) -> str | None:
-    try:
-        proc = subprocess.run([str(python), "-c", "pass"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return str(exc)
-    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
-
-
 def _libraries(ctx: _Ctx) -> Check:
     from .libraries import load_errors
 
     libraries = ctx.info.preset.get("libraries") or []
     if not libraries:
         return Check("libraries", "skip", "no system libraries needed by this preset")
-    missing = [name for name, error in load_errors(ctx.info.python, libraries).items() if error]
+    missing = [name for name, error in load_errors(ctx.info.python, libraries, timeout=ctx.timeout).items() if error]
     where = f"LD_LIBRARY_PATH={os.environ.get('LD_LIBRARY_PATH', '')!r} and the ldconfig cache"
     if not missing:
         return Check("libraries", "pass", f"all {len(libraries)} CUDA/cuDNN libraries load", where)
@@ -193,9 +143,9 @@ def _plan_devices(ctx: _Ctx) -> None:
 
 def _run_smoke(ctx: _Ctx) -> None:
     """The runner knows GPUs by CUDA's numbering: translate there and back."""
-    import tempfile
     from dataclasses import replace
 
+    from .. import processes
     from .smoke import run_smoke
 
     names = {runner_name(d, ctx.host): str(d) for d in ctx.devices}
@@ -204,11 +154,11 @@ def _run_smoke(ctx: _Ctx) -> None:
     replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
     backend = frameworks.get(ctx.build.framework).smoke_backend if ctx.build else "auto"
     # Keras writes keras.json into $KERAS_HOME (default ~/.keras): keep the user's home untouched.
-    with tempfile.TemporaryDirectory(prefix="envcheck-keras-") as keras_home:
+    with processes.temporary_directory("envcheck-keras-") as keras_home:
         result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
                            import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
                            multi_replica=bool(replicas), replica_devices=replicas or None,
-                           env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "KERAS_HOME": keras_home})
+                           env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "KERAS_HOME": str(keras_home)})
     ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
                                                 for d in result.devices])
 
@@ -245,7 +195,7 @@ def _sees_gpus(ctx: _Ctx) -> Check:
         if ctx.listing:
             fix, cause = _diagnosis(result.stderr_tail)
             return Check("framework-gpus", "fail", f"the framework did not start: {_first_line(result.error)}",
-                         cause or result.stderr_tail[-800:], fix or "reinstall the framework in this env")
+                         cause or result.stderr_tail[-800:], fix or _log_fix(ctx, "reinstall the framework in this env"))
         return Check("framework-gpus", "skip", "not measured: the framework did not start")
     build = result.build
     facts = ", ".join(f"{k}={v}" for k, v in build.items() if v not in (None, "", [], {}))
@@ -258,7 +208,7 @@ def _sees_gpus(ctx: _Ctx) -> Check:
     fix, cause = _diagnosis(result.stderr_tail)
     return Check("framework-gpus", "fail", f"the framework sees {seen} GPU(s), NVML shows {visible}",
                  "; ".join(x for x in (cause, facts) if x),
-                 fix or "check that CUDA/cuDNN load in the env (envcheck diagnose on its log)")
+                 fix or _log_fix(ctx, "check that CUDA and cuDNN load in the env"))
 
 
 def _smoke_check(ctx: _Ctx) -> Check:
@@ -269,15 +219,48 @@ def _smoke_check(ctx: _Ctx) -> Check:
     fix, cause = _diagnosis(result.stderr_tail)
     if result.error and not result.devices:
         return Check("smoke", "fail", f"the framework did not start: {_first_line(result.error)}",
-                     cause or result.stderr_tail[-800:], fix or "see the detail; reinstall the framework")
+                     cause or result.stderr_tail[-800:], fix or _log_fix(ctx, "reinstall the framework"))
     if failed:
         first = failed[0]
         return Check("smoke", "fail", f"{len(failed)} of {len(result.devices)} device(s) failed; "
                      f"{first.device}: {_first_line(first.error or 'failed')}",
-                     cause or result.stderr_tail[-800:], fix or "see the detail")
+                     cause or result.stderr_tail[-800:], fix or _log_fix(ctx, f"run it alone: envcheck validate {ctx.info.name} --devices {first.device}"))
     fastest = min(result.devices, key=lambda d: d.ms_per_step or float("inf"))
     return Check("smoke", "pass", f"{len(result.devices)} device(s) trained, loss falling; "
                  f"best {fastest.ms_per_step:.2f} ms/step on {fastest.device}")
+
+
+def _log_fix(ctx: _Ctx, step: str) -> str:
+    """A concrete step, and where the runner's whole output is, for `envcheck diagnose`."""
+    log = _keep_log(ctx)
+    return f"{step}; the framework's output: {log} (envcheck diagnose {log})" if log else step
+
+
+def _keep_log(ctx: _Ctx) -> str | None:
+    """The runner's stderr, kept once in the home's logs/ (owner-only) for a failing check."""
+    if ctx.log is None and ctx.smoke_result is not None and ctx.log_dir is not None:
+        text = ctx.smoke_result.stderr_tail.strip()
+        if text:
+            from datetime import datetime
+
+            stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+            path = ctx.log_dir / f"{ctx.info.name}-smoke-{stamp}-{os.getpid()}.log"
+            try:
+                ctx.log_dir.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text + "\n")
+                ctx.log = str(path)
+            except OSError:
+                return None
+    return ctx.log
+
+
+def _multi_fix(ctx: _Ctx, multi) -> str:
+    if "divisible" in multi.detail or "batch" in multi.detail.lower():
+        return "make the global batch a multiple of the replica count"
+    return _log_fix(ctx, "run each device alone: envcheck validate " + ctx.info.name
+                    + " --devices " + ",".join(str(d) for d in ctx.devices[:1]))
 
 
 def _first_line(text: str) -> str:
@@ -291,13 +274,37 @@ def _multi(ctx: _Ctx) -> Check:
     if multi is None:
         return Check("multi-replica", "skip", "one device: no data-parallel check")
     if multi.status == "pass":
-        eff = f", scaling efficiency {multi.scaling_efficiency:.2f}" if multi.scaling_efficiency else ""
-        return Check("multi-replica", "pass", f"{multi.replicas} replicas, global batch {multi.global_batch} "
-                     f"= {multi.per_replica_batch} x {multi.replicas}{eff}", multi.detail)
+        return _multi_passed(ctx, multi)
     fix, cause = _diagnosis(result.stderr_tail)
     return Check("multi-replica", "fail" if multi.status == "fail" else "skip",
                  f"data-parallel check {multi.status}: {_first_line(multi.detail)}", cause or multi.detail,
-                 fix or "make the global batch a multiple of the replica count; see the detail")
+                 fix or _multi_fix(ctx, multi))
+
+
+def _multi_passed(ctx: _Ctx, multi) -> Check:
+    """Scaling efficiency = throughput of the replicas / (replicas x one device's throughput).
+    Logical CPU devices share the host's cores, so there it only shows data parallelism works;
+    on GPUs, below 1/replicas the replicas together train slower than one GPU alone: on a
+    model this small a low value is normal, but that is the all-reduce costing more than all
+    the replicas gain, so it is worth a warning."""
+    what = (f"{multi.replicas} replicas, global batch {multi.global_batch} = "
+            f"{multi.per_replica_batch} x {multi.replicas}")
+    eff = multi.scaling_efficiency
+    if eff is None:
+        return Check("multi-replica", "pass", what, multi.detail)
+    what += f", scaling efficiency {eff:.2f} (1.00 = each replica as fast as one device alone)"
+    on_gpus = any(d.kind == "gpu" for d in ctx.devices)
+    if not on_gpus:
+        cores = os.cpu_count() or 1
+        return Check("multi-replica", "pass", what, f"logical CPU devices share this host's {cores} "
+                     "core(s), so they can't run faster than one: this checks that data parallelism "
+                     "works (the batch is split, the replicas agree), not its speed. " + multi.detail)
+    if eff * multi.replicas < 1:
+        return Check("multi-replica", "warn", what + f": {multi.replicas} GPUs train slower than one",
+                     multi.detail, "check how the GPUs are connected (`nvidia-smi topo -m`) and rerun "
+                     "with NCCL_DEBUG=WARN; a P2P path that doesn't work can be disabled with "
+                     "NCCL_P2P_DISABLE=1")
+    return Check("multi-replica", "pass", what, multi.detail)
 
 
 def _speedup(ctx: _Ctx) -> tuple[Check, dict | None]:
@@ -321,13 +328,13 @@ def _devices_json(ctx: _Ctx) -> list[dict[str, Any]]:
 
 
 def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
-             timeout: float = DEFAULT_TIMEOUT) -> Report:
+             timeout: float = DEFAULT_TIMEOUT, log_dir: Path | None = None) -> Report:
     """Run every check for one env (``info`` from the store) against ``host`` (a probe).
     A GPU in ``devices`` that this host can't use is a UsageError before any work."""
     started = time.perf_counter()
     spec = parse_devices(devices)
     check_known(spec, host)
-    ctx = _Ctx(info, host, spec, smoke, timeout)
+    ctx = _Ctx(info, host, spec, smoke, timeout, log_dir=log_dir)
     compat = _compat(ctx)
     checks = [_host(ctx), compat, _integrity(ctx), _libraries(ctx)]
     depth = "quick"
