@@ -188,3 +188,19 @@ def test_gpus_with_auto_selects_a_gpu_env(run, home):
     assert Path(got["prefix"]) == home / "envs" / "dl" and got["env"]["CUDA_VISIBLE_DEVICES"] == "1"
     old = run("run", "--gpus", "1", "--", "true", FAKE_NVML_DRIVER="470.57.02", FAKE_NVML_CUDA="11040")
     assert old.code == 2 and "can't use GPUs" in old.err
+
+
+def test_batch_rule_comes_from_the_framework(fake_nvml, tmp_path, wheelhouse):
+    """PyTorch's data-parallel processes each take the whole batch: global = batch x GPUs."""
+    root = tmp_path / "home"
+    (root / "presets").mkdir(parents=True)
+    (root / "presets" / "pt.toml").write_text('title = "torch stand-in"\nkind = "cpu"\n'
+                                               'framework = "torch"\npackages = ["torch==2.13.0"]\n')
+    env = fake_nvml.env(gpus=(A100, A100), ENVCHECK_HOME=str(root), FAKE_NVML_DRIVER="580.65.06",
+                        FAKE_NVML_CUDA="13000")
+    assert fake_nvml.cli(env, "env", "create", "pt", "--preset", "pt", *offline(wheelhouse)).code == 0
+    r = fake_nvml.cli(env, "run", "--env", "pt", "--gpus", "0,1", "--batch-size", "30", "--",
+                      "python", "-c", REPORT)
+    environ = seen(r)["env"]
+    assert environ["ENVCHECK_GLOBAL_BATCH"] == "60" and environ["ENVCHECK_PER_GPU_BATCH"] == "30"
+    assert "TF_FORCE_GPU_ALLOW_GROWTH" not in environ and "each GPU's batch" in r.err

@@ -86,10 +86,11 @@ def export(ctx, name):
 @pass_ctx
 def remove(ctx, name, yes):
     """Remove env NAME (only envs envcheck created)."""
-    store = ctx.session.store
-    target = store.removal_target(name)
+    from ..usecases.catalogue import remove_env, removal_target
+
+    target = removal_target(ctx.session, name)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"refusing to remove env {name} without confirmation", "pass --yes")
         click.confirm(f"remove env {name} at {target}?", abort=True)
-    click.echo(f"removed env {name} ({store.remove(name)})")
+    click.echo(f"removed env {name} ({remove_env(ctx.session, name)})")

@@ -15,7 +15,8 @@ from ._common import pass_ctx
 @click.option("--gpus", default="all", show_default=True, metavar="all|none|0,2",
               help="GPUs the command sees, by NVML index (as `envcheck gpu` shows them); none hides all")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, metavar="N",
-              help="global batch: must be a multiple of the GPU count; exported as "
+              help="the batch, by the env's framework's rule: TensorFlow's global batch (a multiple "
+                   "of the GPU count), PyTorch's per-GPU batch (DDP); exported as "
                    "ENVCHECK_GLOBAL_BATCH and ENVCHECK_PER_GPU_BATCH")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @pass_ctx

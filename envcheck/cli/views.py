@@ -82,7 +82,8 @@ def compat(result) -> str:
 # -- selection, gate --------------------------------------------------------------------------
 
 def ranking_lines(selection, indent: str = "  ") -> list[str]:
-    rows = [("*" if i == 1 else " ", r.name, r.tier, r.reason) for i, r in enumerate(selection.ranking, 1)]
+    rows = [("*" if i == 1 else " ", r.name, r.tier + (f" ({r.why_cpu})" if r.why_cpu else ""), r.reason)
+            for i, r in enumerate(selection.ranking, 1)]
     rows += [(" ", ex["name"], "-", f"not ranked: {ex['reason']}") for ex in selection.excluded]
     return table(rows, indent)
 

@@ -53,5 +53,6 @@ FRAMEWORK = Framework(
     read_build=_read_build,
     smoke_backend="torch",
     multi_device="keras.distribution.DataParallel (Keras 3 on torch)",
-    batch_rule="split",
+    # DistributedDataParallel: one process per GPU, each with the full batch.
+    batch_rule="per-device",
 )

@@ -94,3 +94,13 @@ def add_packages(session, name: str, requirements: tuple[str, ...], *, installer
 def export_env(session, name: str) -> str:
     """Exact ``name==version`` pins, usable as a requirements file (text by nature, no JSON)."""
     return session.store.export(name)
+
+
+def removal_target(session, name: str):
+    """The folder `env remove` would delete, after every safety check (for the confirmation)."""
+    return session.store.removal_target(name)
+
+
+def remove_env(session, name: str):
+    """Delete env NAME (only an env envcheck created, inside its home); its folder."""
+    return session.store.remove(name)

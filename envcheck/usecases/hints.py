@@ -61,9 +61,10 @@ def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
             upgrades.append((need, name, build.cuda))
     if not upgrades:
         return None
-    need, name, cuda = min(upgrades, key=lambda u: [int(p) for p in u[0].split(".")])
-    return (f"upgrade the NVIDIA driver (now {host.driver_version}) to >= {need}, which preset "
-            f"{name} needs (CUDA {cuda}), then: {create_command(name)}")
+    upgrades.sort(key=lambda u: [int(p) for p in u[0].split(".")])
+    each = ", ".join(f">= {need} for preset {name} (CUDA {cuda})" for need, name, cuda in upgrades)
+    return (f"upgrade the NVIDIA driver (now {host.driver_version}): {each}; then: "
+            f"{create_command(upgrades[0][1])}")
 
 
 def _preset_build(preset):

@@ -116,6 +116,17 @@ def per_gpu_batch(global_batch: int, gpus: int) -> int:
                      "compare trainings at the same per-GPU batch")
 
 
+def batch_sizes(batch: int, gpus: int, rule: str) -> tuple[int, int, str | None]:
+    """(global batch, per-GPU batch, a note) under the framework's batch rule (``frameworks``):
+    "split" divides ``batch`` over the GPUs (MirroredStrategy); "per-device" gives each
+    GPU's process all of it (DistributedDataParallel), so the global batch is ``batch`` x GPUs."""
+    if rule == "per-device":
+        replicas = max(gpus, 1)
+        return batch * replicas, batch, (f"--batch-size {batch} is each GPU's batch under data-parallel "
+                                         f"processes: global batch {batch * replicas} over {replicas}")
+    return batch, per_gpu_batch(batch, gpus), None
+
+
 def command_environ(base: dict[str, str], env_path: Path, gpus: list[int] | None,
                     global_batch: int | None, per_gpu: int | None,
                     framework_environ: dict[str, str]) -> dict[str, str]:
@@ -160,12 +171,16 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     if asked_gpus:
         _check_gpu_env(info, host, gpus)
     framework = _framework(info)
-    per_gpu = per_gpu_batch(batch_size, len(chosen or [])) if batch_size is not None else None
+    global_batch, per_gpu = batch_size, None
+    if batch_size is not None:
+        global_batch, per_gpu, note = batch_sizes(batch_size, len(chosen or []),
+                                                  framework.batch_rule if framework else "split")
+        notes += [note] if note else []
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info.path,
-                              chosen, batch_size, per_gpu,
+                              chosen, global_batch, per_gpu,
                               framework.run_environ if framework else {})
     executable = _resolve_command(command, environ["PATH"])
-    return Launch(info.name, info.path, list(command), executable, environ, chosen, batch_size, per_gpu,
+    return Launch(info.name, info.path, list(command), executable, environ, chosen, global_batch, per_gpu,
                   resolved.notes + notes)
 
 

@@ -22,6 +22,7 @@ class Ranked:
     framework: str | None = None
     version: str | None = None
     validated: str | None = None  # verdict of the last validation, if any
+    why_cpu: str | None = None  # a GPU build on the CPU tier, in a word: no-gpu | incompatible | failed
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -89,22 +90,23 @@ def _neg_version(version):
     return tuple(-x for x in v.release) + (0,) * (4 - len(v.release))
 
 
-def _tier(info, build, host, stored) -> tuple[str, str]:
+def _tier(info, build, host, stored) -> tuple[str, str, str | None]:
+    """(tier, reason, why a GPU build is on the CPU tier in a word)."""
     from ..host.compat import HostProfile, judge
 
     if build is None or not build.gpu_capable:
-        return "cpu", f"CPU-only build ({build.label if build else 'framework build not known'})"
+        return "cpu", f"CPU-only build ({build.label if build else 'framework build not known'})", None
     reason = host.no_gpu_reason()
     if reason:
-        return "cpu", f"GPU build, but no usable GPU here: {reason[0]}"
+        return "cpu", f"GPU build, but no usable GPU here: {reason[0]}", "no-gpu"
     python = info.manifest.get("python", {}).get("version")
     verdict = judge(build, HostProfile.from_host(host, python=python))
     if verdict.verdict == "fail":
-        return "cpu", f"GPU build that can't use this host's GPUs: {verdict.reasons[0]}"
+        return "cpu", f"GPU build that can't use this host's GPUs: {verdict.reasons[0]}", "incompatible"
     if stored == "not-ready":
-        return "cpu", "GPU build whose last validation failed (envcheck validate " + info.name + ")"
+        return "cpu", f"GPU build whose last validation failed (envcheck validate {info.name})", "failed"
     note = f" ({verdict.reasons[0]})" if verdict.verdict == "warn" and verdict.reasons else ""
-    return "gpu", f"{build.label} runs on {len(host.usable_gpus)} GPU(s), driver {host.driver_version}{note}"
+    return "gpu", f"{build.label} runs on {len(host.usable_gpus)} GPU(s), driver {host.driver_version}{note}", None
 
 
 def select(envs: list, host, *, framework: str | None = None, requires=(), home=None,
@@ -132,9 +134,9 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
             packages = {n: v for n, v in packages.items() if canonical_name(n) in dists}
         build = frameworks.build_from_packages(packages)
         stored = _stored_verdict(home, info.name)
-        tier, reason = _tier(info, build, host, stored)
+        tier, reason, why_cpu = _tier(info, build, host, stored)
         named = build.framework if build else (framework or frameworks.detect(info.packages)[0])
-        ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored)
+        ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored, why_cpu)
         keyed.append((_sort_key(ranked, build), ranked))
     selection.ranking = [r for _, r in sorted(keyed, key=lambda kv: kv[0])]
     selection.warning = _warning(selection, framework, requirements, host, require_gpu, home)
