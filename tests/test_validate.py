@@ -180,3 +180,11 @@ def test_a_failing_smoke_keeps_the_runners_output_in_a_log_named_by_the_fix(home
     assert (logs[0].stat().st_mode & 0o777) == 0o600
     assert "odd-stand-in" in logs[0].read_text()
     assert envcheck(home, "diagnose", str(logs[0])).code in (0, 1)
+
+
+@pytest.mark.parametrize("command", [["validate"], ["doctor"], ["provision", "--preset", "tensorflow-cpu"]])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_timeouts_are_finite_and_positive(home, command, value):
+    r = envcheck(home, *command, "--timeout", value)
+    assert r.code == 2 and f"--timeout {value}" in r.err and "Traceback" not in r.err
+    assert list(home.iterdir()) == []
