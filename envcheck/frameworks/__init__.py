@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from packaging.requirements import Requirement
 from packaging.version import Version
 
 from ..envs.metadata import canonical_name
 from ..errors import UsageError
 from .base import Build, Framework, GpuBlock, parse_version
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 __all__ = ["Build", "Framework", "GpuBlock", "registry", "get", "names", "of_distribution",
            "detect", "distributions", "framework_build", "build_from_packages",
@@ -87,7 +89,7 @@ def build_from_packages(packages: Mapping[str, str]) -> Build | None:
     return (gpu or builds or [None])[0]
 
 
-def build_for_requirement(requirement: Requirement) -> Build | None:
+def build_for_requirement(requirement: "Requirement") -> Build | None:
     """The build a requirement would install: the newest release in its framework's table that
     it admits (``tensorflow[and-cuda]~=2.21.0`` -> tensorflow 2.21); None if not a framework's."""
     framework = of_distribution(requirement.name)

@@ -90,8 +90,9 @@ def _neg_version(version):
     return tuple(-x for x in v.release) + (0,) * (4 - len(v.release))
 
 
-def _tier(info, build, host, stored) -> tuple[str, str, str | None]:
-    """(tier, reason, why a GPU build is on the CPU tier in a word)."""
+def _tier(info, build, host, stored, verdicts: dict) -> tuple[str, str, str | None]:
+    """(tier, reason, why a GPU build is on the CPU tier in a word). ``verdicts`` remembers the
+    judgement of each (build, Python): envs copied from one preset share it."""
     from ..host.compat import HostProfile, judge
 
     if build is None or not build.gpu_capable:
@@ -100,7 +101,10 @@ def _tier(info, build, host, stored) -> tuple[str, str, str | None]:
     if reason:
         return "cpu", f"GPU build, but no usable GPU here: {reason[0]}", "no-gpu"
     python = info.manifest.get("python", {}).get("version")
-    verdict = judge(build, HostProfile.from_host(host, python=python))
+    key = (build, python)
+    if key not in verdicts:
+        verdicts[key] = judge(build, HostProfile.from_host(host, python=python))
+    verdict = verdicts[key]
     if verdict.verdict == "fail":
         return "cpu", f"GPU build that can't use this host's GPUs: {verdict.reasons[0]}", "incompatible"
     if stored == "not-ready":
@@ -112,14 +116,16 @@ def _tier(info, build, host, stored) -> tuple[str, str, str | None]:
 def select(envs: list, host, *, framework: str | None = None, requires=(), home=None,
            require_gpu: bool = False) -> Selection:
     """Rank ``envs`` (store EnvInfo) for training on ``host`` (a probe)."""
-    from ..envs.presets import parse_requirement
-
     if framework is not None:
         frameworks.get(framework)  # an unknown name is a UsageError before any work
-    requirements = [parse_requirement(r) for r in requires]
+    requirements = []
+    if requires:
+        from ..envs.presets import parse_requirement
+
+        requirements = [parse_requirement(r) for r in requires]
     selection = Selection(host={"nvml": host.nvml_status, "usable_gpus": len(host.usable_gpus),
                                 "driver_version": host.driver_version}, require_gpu=require_gpu)
-    keyed = []
+    keyed, verdicts = [], {}
     for info in envs:
         if info.state != "ready":
             selection.excluded.append({"name": info.name, "reason": f"env is {info.state}"})
@@ -134,7 +140,7 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
             packages = {n: v for n, v in packages.items() if canonical_name(n) in dists}
         build = frameworks.build_from_packages(packages)
         stored = _stored_verdict(home, info.name)
-        tier, reason, why_cpu = _tier(info, build, host, stored)
+        tier, reason, why_cpu = _tier(info, build, host, stored, verdicts)
         named = build.framework if build else (framework or frameworks.detect(info.packages)[0])
         ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored, why_cpu)
         keyed.append((_sort_key(ranked, build), ranked))
