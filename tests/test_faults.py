@@ -499,3 +499,28 @@ run add2 env add dl beta {links}
     assert code["create2"] == 0, (out / "create2.err").read_text()
     line = error_line((out / "add2.err").read_text())
     assert code["add2"] == 1 and ("no free inodes" in line or "no space left" in line) and "fix:" in line, line
+
+
+def test_the_gate_answers_from_its_stored_report_on_a_read_only_home(cli, home, dl, wheelhouse, tmp_path):
+    (home / "presets" / "tf.toml").write_text('title = "tf"\nkind = "cpu"\nframework = "tensorflow"\n'
+                                              'packages = ["tensorflow-cpu==2.21.0"]\n')
+    assert cli("env", "create", "tf", "--preset", "tf", *offline(wheelhouse)).code == 0
+    assert cli("validate", "tf", "--no-smoke").code == 0
+    assert cli("validate", "dl", "--no-smoke").code == 1  # no framework: a stored failure
+    out = tmp_path / "out"
+    out.mkdir()
+    script = f"""
+mount --bind "$H" "$H" && mount -o remount,ro,bind "$H" || exit 99
+for env in tf dl; do
+  "$PY" -m envcheck check --env $env --json >"$O/$env.out" 2>"$O/$env.err"; echo $? >"$O/$env.rc"
+done
+"""
+    r = in_mount_namespace(script, H=str(home), O=str(out), ENVCHECK_HOME=str(home))
+    assert r.returncode == 0, r.stderr
+    for env, ready in (("tf", True), ("dl", False)):
+        err = (out / f"{env}.err").read_text()
+        assert "internal error" not in err and "Traceback" not in err, err
+        answer = json.loads((out / f"{env}.out").read_text())
+        assert answer["ready"] is ready and int((out / f"{env}.rc").read_text()) == (0 if ready else 1)
+    assert json.loads((out / "tf.out").read_text())["cached"]  # answered from the stored pass
+    assert "was not stored: Read-only file system" in (out / "dl.err").read_text()

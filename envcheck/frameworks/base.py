@@ -8,7 +8,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import UsageError
 
-_EXAMPLES = {
+VERSION_EXAMPLES = {
     "driver version": "as nvidia-smi prints it, e.g. 550.54.15",
     "CUDA version": "e.g. 12.4 or 12.8.1",
     "compute capability": "e.g. 8.6 (nvidia-smi --query-gpu=compute_cap --format=csv)",
@@ -21,7 +21,7 @@ def parse_version(text: str, what: str) -> Version:
     try:
         return Version(str(text).strip())
     except InvalidVersion:
-        example = _EXAMPLES.get(what, "e.g. 2.15.1")
+        example = VERSION_EXAMPLES.get(what, "e.g. 2.15.1")
         raise UsageError(f"bad {what} {text!r}", f"give a version {example}") from None
 
 

@@ -24,7 +24,7 @@ from .. import frameworks
 from ..data import compat_facts as facts
 from ..errors import UsageError
 from ..frameworks import Build
-from ..frameworks.base import _EXAMPLES, major_minor as _mm, minor as _minor, parse_version
+from ..frameworks.base import VERSION_EXAMPLES, major_minor as _mm, minor as _minor, parse_version
 
 OPERATING_SYSTEMS = ("linux", "windows")
 VERDICTS = ("ok", "warn", "fail")
@@ -41,7 +41,7 @@ def parse_cc(text: str) -> tuple[int, int]:
     match = _CC.fullmatch(str(text).strip())
     if not match:
         raise UsageError(f"bad compute capability {text!r}",
-                         f"give it as major.minor, {_EXAMPLES['compute capability']}")
+                         f"give it as major.minor, {VERSION_EXAMPLES['compute capability']}")
     return int(match[1]), int(match[2])
 
 

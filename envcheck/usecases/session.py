@@ -88,7 +88,11 @@ class Session:
             if not info.path.exists():
                 raise gone
             if store and self._keeps(info, report):
-                store_report(self.home, report)
+                try:
+                    store_report(self.home, report)
+                except OSError as exc:  # a read-only home or a full disk: the answer stands
+                    self.store.notice(f"envcheck: the report of env {info.name} was not stored: "
+                                      f"{exc.strerror or exc} ({self.home.report(info.name)})")
         except FileNotFoundError:
             if info.path.exists():
                 raise
