@@ -403,3 +403,15 @@ def test_validate_no_smoke_reports_a_garbage_printing_interpreter(home: Path, br
     integrity = integrity_check(done.stdout)
     assert integrity["status"] == "fail" and integrity["fix"], integrity
     assert "not a python" in integrity["summary"]
+
+
+def test_env_create_with_a_hanging_python_ends_at_the_probe_limit_leaving_nothing(
+        home: Path, tmp_path: Path, pid_file: Path):
+    hang = script(tmp_path / "python3.11", HANG_SH)
+    started = time.monotonic()
+    done = envcheck(home, "env", "create", "hung", "--preset-file", str(home / "plain.toml"),
+                    "--python", str(hang), PID_FILE=str(pid_file))
+    assert time.monotonic() - started < 60
+    assert done.returncode == 2 and "does not run as a Python interpreter" in done.stderr, done.stderr
+    assert_gone(wait_for(pid_file))
+    assert not (home / "envs" / "hung").exists()
