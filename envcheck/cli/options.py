@@ -55,8 +55,6 @@ def count(text: str | int) -> int:
     return value
 
 
-
-
 JSON = Option("--json", "as_json", "print the result as a versioned JSON document", False, is_flag=True)
 ENV = Option("--env", "env_name", "the env; auto = the one `envcheck select` picks", "auto", str,
              "NAME|auto", show_default=True)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from ..errors import UsageError
 from ..results import Result
 
+ASK_TIMEOUT = 600.0  # seconds for envcheck's interpreter to answer for an env (a quick validation)
 DEFAULT_MAX_AGE = "24h"  # a stored validation older than this is checked again
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -179,10 +180,15 @@ def _ask(python: str, require_gpu: bool, min_gpus: int, seconds: float) -> GateR
     argv = [python, "-m", "envcheck", "--home", str(prefix.parent.parent), "check", "--env",
             prefix.name, "--json", "--min-gpus", str(min_gpus), "--max-age", f"{seconds}s"]
     argv += ["--require-gpu"] if require_gpu else []
-    environ = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
-    proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=environ,
-                          stdin=subprocess.DEVNULL)
+    from ..processes import STRIPPED  # standard library only, like everything on this path
+
+    environ = {k: v for k, v in os.environ.items() if k not in STRIPPED}
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=environ,
+                              stdin=subprocess.DEVNULL, timeout=ASK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return GateResult(prefix.name, False, False, f"envcheck gave no answer within {ASK_TIMEOUT:g} s",
+                          f"run: {python} -m envcheck check --env {prefix.name}", None, 0, {})
     try:
         data = json.loads(proc.stdout)
         fields = {k: data[k] for k in ("env", "ready", "cached", "reason", "fix", "age_s", "gpus_usable")}

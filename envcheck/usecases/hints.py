@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from packaging.version import Version
+
 from .. import frameworks
 
 
@@ -58,7 +60,8 @@ def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
             if judge(build, profile).uses_gpu:
                 return create_command(name)
             need = min_driver(build.cuda, profile.os).min_driver
-            upgrades.append((need, name, build.cuda))
+            if Version(host.driver_version) < Version(need):  # only a driver upgrade would fix it
+                upgrades.append((need, name, build.cuda))
     if not upgrades:
         return None
     upgrades.sort(key=lambda u: [int(p) for p in u[0].split(".")])

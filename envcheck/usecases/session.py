@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import OperationError, UsageError
+from ..errors import OperationError
 from ..paths import Home
 
 AUTO = "auto"
@@ -112,10 +112,10 @@ class Session:
 
 
 def require_envs(session: Session) -> list:
-    """Every env, or a UsageError saying how to make the first one."""
+    """Every env, or, like ``resolve_env`` finding none, an OperationError saying what to make."""
     envs = session.store.list()
     if not envs:
         from .hints import create_hint
 
-        raise UsageError("no envs yet", create_hint(session))
+        raise OperationError("no envs yet", create_hint(session))
     return envs

@@ -15,7 +15,6 @@ SCHEMA = "envcheck.report/1"
 # How deep a validation went: the quick checks only; plus the framework listing its devices
 # in the env's interpreter; plus the smoke fit. A report answers for its depth and below.
 DEPTHS = ("quick", "listing", "smoke")
-STATUSES = ("pass", "warn", "fail", "skip")
 
 
 @dataclass
