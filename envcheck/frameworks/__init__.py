@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Build", "Framework", "GpuBlock", "registry", "get", "names", "of_distribution",
            "detect", "distributions", "framework_build", "build_from_packages",
-           "build_for_requirement"]
+           "build_for_requirement", "build_for_requirements"]
 
 _MODULES = ("tensorflow", "torch", "jax")  # the order breaks ties: first wins
 
@@ -87,6 +87,14 @@ def build_from_packages(packages: Mapping[str, str]) -> Build | None:
               if (build := framework_build(dist, canonical[dist])) is not None]
     gpu = [build for build in builds if build.gpu_capable]
     return (gpu or builds or [None])[0]
+
+
+def build_for_requirements(requirements) -> Build | None:
+    """The build a preset's requirements would install: its first framework requirement's."""
+    for requirement in requirements:
+        if of_distribution(requirement.name) is not None:
+            return build_for_requirement(requirement)
+    return None
 
 
 def build_for_requirement(requirement: "Requirement") -> Build | None:

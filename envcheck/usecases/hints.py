@@ -54,7 +54,7 @@ def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
     for fw in _frameworks(framework):
         for name in fw.gpu_presets:
             preset = _preset(home, name)
-            build = _preset_build(preset) if preset else None
+            build = frameworks.build_for_requirements(preset.requirements) if preset else None
             if build is None or not build.gpu_capable:
                 continue
             if judge(build, profile).uses_gpu:
@@ -70,16 +70,12 @@ def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
             f"{create_command(upgrades[0][1])}")
 
 
-def _preset_build(preset):
-    for requirement in preset.requirements:
-        build = frameworks.build_for_requirement(requirement)
-        if build is not None:
-            return build
-    return None
-
-
 def create_hint(session, framework: str | None = None) -> str:
     """What to create when there is nothing to use: a CPU env, and a GPU one where one fits."""
-    hint = f"create one: {cpu_hint(session.home, framework)}"
-    gpu = gpu_hint(session.home, session.host, framework) if session.host.usable_gpus else None
+    return create_hint_for(session.home, session.host, framework)
+
+
+def create_hint_for(home, host: Any, framework: str | None = None) -> str:
+    hint = f"create one: {cpu_hint(home, framework)}"
+    gpu = gpu_hint(home, host, framework)
     return hint + (f" (for this host's GPUs: {gpu})" if gpu else "")

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar
 
+from .. import frameworks
 from ..errors import BusyError, EnvcheckError, UsageError
 from ..results import Result
 
@@ -107,7 +108,7 @@ def _judge_gpu(preset, host) -> Planned:
     reason = host.no_gpu_reason()
     if reason:
         return Planned(preset, f"no usable GPU: {reason[0]}", reason[1])
-    build = preset_build(preset)
+    build = frameworks.build_for_requirements(preset.requirements)
     if build is None:
         return Planned(preset, f"can't tell which {preset.framework} build preset {preset.name} installs",
                        f"provision it by name if you want it: envcheck provision --preset {preset.name}")
@@ -128,17 +129,6 @@ def _judge_gpu(preset, host) -> Planned:
         return Planned(preset, f"system libraries missing: {', '.join(missing)}",
                        libraries_fix(preset.cuda, preset.cudnn, build.framework))
     return Planned(preset)
-
-
-def preset_build(preset):
-    """The framework build a preset would install: the newest release in the compat tables that
-    its framework requirement admits (``tensorflow[and-cuda]~=2.21.0`` -> tensorflow 2.21)."""
-    from .. import frameworks
-
-    for requirement in preset.requirements:
-        if frameworks.of_distribution(requirement.name) is not None:
-            return frameworks.build_for_requirement(requirement)
-    return None
 
 
 # -- 2. ensure --------------------------------------------------------------------------------

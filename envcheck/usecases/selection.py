@@ -160,13 +160,11 @@ def _stored_verdict(home, name: str) -> str | None:
 
 def _warning(selection: Selection, framework: str | None, requirements, host,
              require_gpu: bool, home) -> str | None:
-    from .hints import cpu_hint, gpu_hint
+    from .hints import create_hint_for, gpu_hint
 
     wanted = (framework or "a known framework") + "".join(f", {r}" for r in requirements)
     if not selection.ranking:
-        hint = cpu_hint(home, framework)
-        gpu = gpu_hint(home, host, framework)
-        return f"no env has {wanted}; create one: {hint}" + (f" (for this host's GPUs: {gpu})" if gpu else "")
+        return f"no env has {wanted}; {create_hint_for(home, host, framework)}"
     if require_gpu and not selection.gpu_tier:
         if not host.usable_gpus:
             message, fix = host.no_gpu_reason()
