@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import UsageError
+from ..paths import MANIFEST_NAME
 from ..results import Result
 
 ASK_TIMEOUT = 600.0  # seconds for envcheck's interpreter to answer for an env (a quick validation)
@@ -126,7 +127,7 @@ def _running_env() -> tuple[Any, Any]:
     from ..paths import Home
 
     prefix = Path(sys.prefix)
-    manifest = prefix / "envcheck.json"
+    manifest = prefix / MANIFEST_NAME
     if manifest.is_file():
         home = Home(prefix.parent.parent)
         return home, EnvStore(home).get(prefix.name)
@@ -162,7 +163,7 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0,
 def _envcheck_python() -> str | None:
     """envcheck's interpreter, as its home records it, when this one is an envcheck env."""
     prefix = Path(sys.prefix)
-    if not (prefix / "envcheck.json").is_file():
+    if not (prefix / MANIFEST_NAME).is_file():
         return None
     from ..envs.gate_link import envcheck_python
 
