@@ -63,7 +63,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from ._guard import reset_signals
 
-__all__ = ["STRIPPED", "Child", "Completed", "Interrupted", "clean_environ", "env_environ",
+__all__ = ["STRIPPED", "Child", "Completed", "Interrupted", "clean_environ", "env_environ", "wheel_library_dirs",
            "reset_signals", "run", "signals_interrupt", "start", "started",
            "temporary_directory"]
 
@@ -93,12 +93,27 @@ def clean_environ(extra: Mapping[str, str] | None = None,
 
 def env_environ(env_dir: Path | str, base: Mapping[str, str] | None = None,
                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """For a command run in the env ``env_dir``: clean, ``VIRTUAL_ENV`` and its bin first on PATH."""
+    """For a command run in the env ``env_dir``: clean, ``VIRTUAL_ENV`` and its bin first on
+    PATH, and the library folders of its CUDA wheels first on ``LD_LIBRARY_PATH``."""
     env = clean_environ(extra, base)
     bin_dir = Path(env_dir) / ("Scripts" if os.name == "nt" else "bin")
     env["VIRTUAL_ENV"] = str(env_dir)
     env["PATH"] = os.pathsep.join(p for p in (str(bin_dir), env.get("PATH", "")) if p)
+    libraries = wheel_library_dirs(env_dir)
+    if libraries:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(libraries + [p for p in env.get(
+            "LD_LIBRARY_PATH", "").split(os.pathsep) if p and p not in libraries])
     return env
+
+
+def wheel_library_dirs(env_dir: Path | str) -> list[str]:
+    """The ``lib`` folders of the NVIDIA wheels (``nvidia-*-cu11``/``-cu12``) installed in a
+    virtualenv: ``site-packages/nvidia/<component>/lib``, sorted. PyTorch and TensorFlow >= 2.14
+    find them by themselves; TensorFlow <= 2.11 only through the loader's path."""
+    if os.name == "nt":
+        return []
+    return sorted(str(p) for p in Path(env_dir).glob("lib/python3*/site-packages/nvidia/*/lib")
+                  if p.is_dir())
 
 
 # -- signals ---------------------------------------------------------------------------------

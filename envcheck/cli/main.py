@@ -19,6 +19,10 @@ COMMANDS = {
     "run": "launch:run",
     "provision": "provision:provision",
     "doctor": "doctor:doctor",
+    "report": "report:report",
+    "kernel": "kernel:kernel",
+    "cache": "cache:cache",
+    "fleet": "fleet:fleet",
 }
 
 

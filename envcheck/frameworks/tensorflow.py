@@ -49,7 +49,7 @@ FRAMEWORK = Framework(
     multi_device="MirroredStrategy",
     batch_rule="split",
     # TensorFlow takes all GPU memory at start unless told to grow as it needs.
-    run_environ={"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+    run_environ=lambda version: {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
     cpu_presets=("tensorflow-cpu",),
     gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11.2"),
     gpu_block=_gpu_block,

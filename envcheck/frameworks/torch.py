@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import replace
 
 from packaging.version import Version
@@ -45,6 +46,17 @@ def _read_build(dist: str, version: Version, shown: str, local: str | None) -> B
     return replace(build, cuda=cuda, cudnn=None, archs=archs, notes=(note,))
 
 
+def _run_environ(version: Version | None) -> dict[str, str]:
+    """The caching allocator's expandable segments (less fragmentation, fewer OOMs on a full
+    GPU), from torch 2.2, where torchtune and axolotl turn them on, on Linux only (where they
+    are implemented). The old name: torch 2.9+ warns it is deprecated but, up to 2.9.1 at
+    least, ignores ``expandable_segments`` under the new name ``PYTORCH_ALLOC_CONF``
+    (pytorch#183387)."""
+    if version is None or minor(version) < (2, 2) or not sys.platform.startswith("linux"):
+        return {}
+    return {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+
+
 FRAMEWORK = Framework(
     name="torch",
     title="PyTorch",
@@ -55,4 +67,5 @@ FRAMEWORK = Framework(
     multi_device="keras.distribution.DataParallel (Keras 3 on torch)",
     # DistributedDataParallel: one process per GPU, each with the full batch.
     batch_rule="per-device",
+    run_environ=_run_environ,
 )

@@ -16,8 +16,11 @@ What the command gets:
   ``processes.STRIPPED`` names (``PYTHONHOME``, ``PYTHONPATH``, ...)
 - ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` (``--gpus none``: empty,
   which hides every GPU; ``all`` on a host where NVML shows no usable GPU: left as it was)
-- the variables the env's framework asks for (``frameworks``' ``run_environ``; TensorFlow:
-  ``TF_FORCE_GPU_ALLOW_GROWTH=true``, so it takes GPU memory as it needs it, not all at once)
+- the variables the env's framework asks for, unless the caller set them (``frameworks``'
+  ``run_environ``; TensorFlow: ``TF_FORCE_GPU_ALLOW_GROWTH=true``, so it takes GPU memory as
+  it needs it, not all at once; PyTorch >= 2.2 on Linux: expandable allocator segments)
+- ``LD_LIBRARY_PATH`` led by the library folders of the env's CUDA wheels (``nvidia-*``), so a
+  framework that doesn't look for them itself (TensorFlow <= 2.11) finds them
 - with ``--batch-size N``: ``ENVCHECK_GLOBAL_BATCH=N`` and ``ENVCHECK_PER_GPU_BATCH`` (N divided
   by the GPU count; with no GPU the CPU is the one replica, so it equals N)
 """
@@ -127,17 +130,30 @@ def batch_sizes(batch: int, gpus: int, rule: str) -> tuple[int, int, str | None]
     return batch, per_gpu_batch(batch, gpus), None
 
 
-def command_environ(base: dict[str, str], env_path: Path, gpus: list[int] | None,
-                    global_batch: int | None, per_gpu: int | None,
-                    framework_environ: dict[str, str]) -> dict[str, str]:
+def env_variables(info, gpus: list[int] | None = None) -> dict[str, str]:
+    """What envcheck adds for anything it starts in env ``info`` (a command, a Jupyter kernel),
+    on top of ``processes.env_environ``'s clean base (``VIRTUAL_ENV``, the env's bin folder
+    first on ``PATH``, the library folders of CUDA wheels): the GPU order, the GPUs shown
+    (None: left as the caller has them) and the variables of the env's framework for the
+    installed version. The framework's are defaults: a value the caller set explicitly wins."""
+    variables = {"CUDA_DEVICE_ORDER": PCI_ORDER}
+    if gpus is not None:
+        variables["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+    framework = _framework(info)
+    if framework is not None:
+        variables.update(framework.run_environ(_installed_version(info, framework)))
+    return variables
+
+
+def command_environ(base: dict[str, str], info, gpus: list[int] | None,
+                    global_batch: int | None = None, per_gpu: int | None = None) -> dict[str, str]:
     """The command's environment: every child's clean one (``processes``), the env's, the GPUs'."""
     from ..processes import env_environ
 
-    environ = env_environ(env_path, base)
-    environ["CUDA_DEVICE_ORDER"] = PCI_ORDER
-    if gpus is not None:
-        environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
-    environ.update(framework_environ)
+    environ = env_environ(info.path, base)
+    for name, value in env_variables(info, gpus).items():
+        if name in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES") or name not in base:
+            environ[name] = value
     if global_batch is not None:
         environ["ENVCHECK_GLOBAL_BATCH"] = str(global_batch)
         environ["ENVCHECK_PER_GPU_BATCH"] = str(per_gpu)
@@ -176,9 +192,8 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
         global_batch, per_gpu, note = batch_sizes(batch_size, len(chosen or []),
                                                   framework.batch_rule if framework else "split")
         notes += [note] if note else []
-    environ = command_environ(dict(os.environ if base_environ is None else base_environ), info.path,
-                              chosen, global_batch, per_gpu,
-                              framework.run_environ if framework else {})
+    environ = command_environ(dict(os.environ if base_environ is None else base_environ), info,
+                              chosen, global_batch, per_gpu)
     executable = _resolve_command(command, environ["PATH"])
     return Launch(info.name, info.path, list(command), executable, environ, chosen, global_batch, per_gpu,
                   resolved.notes + notes)
@@ -201,6 +216,22 @@ def _check_gpu_env(info, host, asked: str) -> None:
         why = verdict.reasons[0] if verdict.reasons else "its build can't use this host's GPUs"
     raise UsageError(f"--gpus {asked}: env {info.name} can't use GPUs: {why}",
                      "run in a GPU env (see `envcheck select --require-gpu`) or pass --gpus none")
+
+
+def _installed_version(info, framework):
+    """The installed version of the framework's distribution in the env, parsed; None if unknown."""
+    from packaging.version import InvalidVersion, Version
+
+    from ..envs.metadata import canonical_name
+
+    versions = {canonical_name(name): version for name, version in info.packages.items()}
+    for dist in framework.distributions:
+        if dist in versions:
+            try:
+                return Version(versions[dist])
+            except InvalidVersion:
+                return None
+    return None
 
 
 def _framework(info):

@@ -21,12 +21,16 @@ print(json.dumps(out))
 
 def load_errors(python: Path, libraries: list[str],
                 timeout: float = 60.0) -> dict[str, str | None]:
-    """{library: None when it loads, else the loader's error}, as ``python`` sees them."""
+    """{library: None when it loads, else the loader's error}, as ``python`` sees them: in a
+    virtualenv, with the environment envcheck gives everything it starts there (its CUDA
+    wheels' library folders on the loader's path)."""
     if not libraries:
         return {}
+    prefix = Path(python).parent.parent
+    env = (processes.env_environ(prefix) if (prefix / "pyvenv.cfg").is_file()
+           else processes.clean_environ())
     try:
-        done = processes.run([str(python), "-c", _PROBE, *libraries], timeout=timeout,
-                             env=processes.clean_environ())
+        done = processes.run([str(python), "-c", _PROBE, *libraries], timeout=timeout, env=env)
     except OSError as exc:
         return {name: f"could not probe with {python}: {exc}" for name in libraries}
     try:
