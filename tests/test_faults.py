@@ -431,6 +431,7 @@ def in_mount_namespace(script: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def error_line(err: str) -> str:
+    """The one line envcheck printed (run with -q: no progress lines)."""
     (line,) = [ln for ln in err.splitlines() if ln.startswith("envcheck:")]
     assert "Traceback" not in err and "internal error" not in line
     return line
@@ -445,7 +446,7 @@ def test_a_read_only_home_is_read_and_every_change_says_why(home, wheelhouse, tm
     links = " ".join(offline(wheelhouse))
     script = f"""
 mount --bind "$H" "$H" && mount -o remount,ro,bind "$H" || exit 99
-run() {{ what=$1; shift; "$PY" -m envcheck "$@" >"$O/$what.out" 2>"$O/$what.err"; echo $? >"$O/$what.rc"; }}
+run() {{ what=$1; shift; "$PY" -m envcheck -q "$@" >"$O/$what.out" 2>"$O/$what.err"; echo $? >"$O/$what.rc"; }}
 run list env list --json
 run show env show dl
 run create env create other --preset tiny {links}
@@ -473,7 +474,7 @@ def test_a_full_disk_fails_add_with_where_and_changes_nothing(home, wheelhouse, 
     digest = f"{sys.executable} -c 'import sys; sys.path.insert(0, \"{Path(__file__).parent}\"); " \
              f"from test_env import tree_digest; from pathlib import Path; print(tree_digest(Path(sys.argv[1])))'"
     script = f"""
-run() {{ what=$1; shift; "$PY" -m envcheck "$@" >"$O/$what.out" 2>"$O/$what.err"; echo $? >"$O/$what.rc"; }}
+run() {{ what=$1; shift; "$PY" -m envcheck -q "$@" >"$O/$what.out" 2>"$O/$what.err"; echo $? >"$O/$what.rc"; }}
 mount -t tmpfs -o size=16m tmpfs "$H" || exit 99
 run create env create dl --preset-file {preset} {links}
 {digest} "$H/envs/dl" >"$O/before"

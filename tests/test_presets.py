@@ -45,8 +45,54 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 def test_builtins_load(home: Path):
     presets = available_presets(Home(home))
-    assert list(presets) == ["tensorflow-cpu", "tensorflow-gpu-cuda11.2", "tensorflow-gpu-cuda12"]
+    assert list(presets) == BUILTINS
     assert all(p.origin == "builtin" for p in presets.values())
+
+
+BUILTINS = ["pytorch-cpu", "pytorch-cuda11", "pytorch-cuda12", "tensorflow-cpu", "tensorflow-gpu-cuda11-wheels",
+            "tensorflow-gpu-cuda11.2", "tensorflow-gpu-cuda12"]
+
+
+@pytest.mark.parametrize("name", [n for n in BUILTINS if "cpu" not in n])
+def test_each_gpu_preset_says_the_cuda_its_framework_build_was_made_for(home: Path, name: str):
+    """[gpu] cuda/cudnn agree with the compat table's build of what the packages install."""
+    from envcheck import frameworks
+    from envcheck.frameworks.base import major_minor
+
+    preset = resolve_preset(Home(home), name)
+    build = frameworks.build_for_requirements(preset.requirements)
+    assert build is not None and build.gpu_capable and build.framework == preset.framework
+    assert (preset.cuda, preset.cudnn) == (major_minor(build.cuda), major_minor(build.cudnn))
+
+
+def test_pytorch_cpu_is_the_cpu_build_from_its_upstream_index(home: Path):
+    from envcheck import frameworks
+
+    preset = resolve_preset(Home(home), "pytorch-cpu")
+    build = frameworks.build_for_requirements(preset.requirements)
+    assert (preset.kind, preset.framework, build.gpu_capable, build.cuda) == ("cpu", "torch", False, None)
+    assert preset.indexes == ("https://download.pytorch.org/whl/cpu",)
+    assert "download.pytorch.org/whl/cpu" in preset.description
+
+
+def test_the_cuda11_wheels_preset_is_the_cuda11_2_tensorflow_with_its_libraries_from_pip(home: Path):
+    wheels = resolve_preset(Home(home), "tensorflow-gpu-cuda11-wheels")
+    system = resolve_preset(Home(home), "tensorflow-gpu-cuda11.2")
+    assert wheels.libraries == system.libraries and wheels.requires_python == system.requires_python
+    assert [str(r) for r in wheels.requirements[:2]] == [str(r) for r in system.requirements]
+    assert wheels.wheel_libraries and not system.wheel_libraries
+    assert {r.name for r in wheels.requirements if r.name.startswith("nvidia-")} == {
+        f"nvidia-{part}-cu11" for part in ("cuda-runtime", "cublas", "cufft", "curand", "cusolver", "cusparse", "cudnn")}
+
+
+@pytest.mark.parametrize("value", ['"https://download.pytorch.org/whl/cpu"', '["ftp://mirror/simple"]',
+                                   '["https://user:token@host/simple"]', '["https://host/simple with space"]'])
+def test_a_preset_index_must_be_a_list_of_plain_http_urls(home: Path, tmp_path: Path, value: str):
+    path = tmp_path / "p.toml"
+    path.write_text(f'title = "x"\nkind = "cpu"\nframework = "torch"\npackages = ["torch"]\nindexes = {value}\n')
+    with pytest.raises(UsageError) as info:
+        load_preset_file(path)
+    assert "'indexes" in str(info.value)
 
 
 def test_tensorflow_cpu_is_the_current_line(home: Path):
@@ -127,7 +173,7 @@ def test_unknown_preset_name_lists_the_available_ones(home: Path):
         resolve_preset(Home(home), "tensorflow-tpu")
     message = str(info.value)
     assert "unknown preset 'tensorflow-tpu'" in message
-    assert "tensorflow-cpu, tensorflow-gpu-cuda11.2, tensorflow-gpu-cuda12" in message
+    assert ", ".join(BUILTINS) in message
     assert message.endswith("fix: envcheck presets list")
 
 
@@ -227,7 +273,7 @@ def test_cli_list_json(cli):
     data = result.json()
     assert data["schema"] == "envcheck.presets/1"
     by_name = {p["name"]: p for p in data["presets"]}
-    assert set(by_name) == {"tensorflow-cpu", "tensorflow-gpu-cuda11.2", "tensorflow-gpu-cuda12"}
+    assert set(by_name) == set(BUILTINS)
     cpu, cu11 = by_name["tensorflow-cpu"], by_name["tensorflow-gpu-cuda11.2"]
     for key in ("name", "title", "kind", "framework", "requires_python", "packages", "cuda", "cudnn"):
         assert key in cpu

@@ -165,8 +165,10 @@ def auto_home(home: Path) -> Path:
 
 
 def auto(fake_nvml: FakeNvml, home: Path, wheelhouse: Path, gpus=(A100,), **extra: str):
+    """--auto for TensorFlow (the PyTorch presets' --auto is in test_torch_envs.py)."""
     env = fake_nvml.env(gpus=gpus, ENVCHECK_HOME=str(home), **extra)
-    return fake_nvml.cli(env, "provision", "--auto", "--no-smoke", "--json", *offline(wheelhouse))
+    return fake_nvml.cli(env, "provision", "--auto", "--framework", "tensorflow", "--no-smoke", "--json",
+                         *offline(wheelhouse))
 
 
 def only_these_pythons(tmp_path: Path) -> dict[str, str]:
@@ -195,23 +197,42 @@ def test_auto_with_an_old_driver_makes_the_cpu_env_and_skips_the_gpu_presets(fak
     assert sorted(p.name for p in (auto_home / "envs").iterdir()) == ["tensorflow-cpu"]
 
 
-def test_auto_on_a_good_gpu_host_makes_the_gpu_env_and_names_missing_libraries(fake_nvml, auto_home, wheelhouse):
-    write_preset(auto_home, "tensorflow-gpu-cuda11.2", GPU11_LIBS)
-    env = fake_nvml.env(gpus=(A100,), ENVCHECK_HOME=str(auto_home))
+def test_auto_on_a_good_gpu_host_makes_one_gpu_env_per_framework(fake_nvml, auto_home, wheelhouse):
     r = auto(fake_nvml, auto_home, wheelhouse, FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040")
     envs = by_name(r.json())
+    assert set(envs) == {"tensorflow-cpu", "tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11-wheels",
+                         "tensorflow-gpu-cuda11.2"}  # --framework tensorflow: no PyTorch preset
     assert envs["tensorflow-gpu-cuda12"]["action"] == "created"
     assert manifest(auto_home, "tensorflow-gpu-cuda12")["preset"]["kind"] == "gpu"
+    # the first GPU preset that fits covers TensorFlow; the others are not made, and say why
+    for name in ("tensorflow-gpu-cuda11-wheels", "tensorflow-gpu-cuda11.2"):
+        assert envs[name]["action"] == "skipped"
+        assert envs[name]["reason"].startswith("tensorflow-gpu-cuda12 already gives tensorflow this host's GPUs")
+        assert envs[name]["fix"] == f"provision it by name if you want it too: envcheck provision --preset {name}"
     # Even without the fit, GPU readiness needs the framework to have seen the GPUs: the
     # stand-in can't be imported, so it is not ready, and select keeps it off the GPU tier.
     assert r.code == 1
     gpu_env = envs["tensorflow-gpu-cuda12"]
     assert gpu_env["verdict"] == "not-ready" and "framework-gpus" in gpu_env["reason"], gpu_env
+    env = fake_nvml.env(gpus=(A100,), ENVCHECK_HOME=str(auto_home))
     ranked = {x["name"]: x["tier"] for x in fake_nvml.cli(env, "select", "--json").json()["ranking"]}
     assert ranked["tensorflow-gpu-cuda12"] == "cpu"
+
+
+def test_auto_names_the_system_libraries_a_gpu_preset_misses(fake_nvml, auto_home, wheelhouse, tmp_path):
+    """The CUDA 12 preset can't be made (no Python fits it), the wheels one neither (it needs a
+    Python <= 3.10), so the system-CUDA one is judged: its missing library is named."""
+    write_preset(auto_home, "tensorflow-gpu-cuda12", GPU12.replace('">=3.8"', '"<3.0"'))
+    write_preset(auto_home, "tensorflow-gpu-cuda11.2", GPU11_LIBS)
+    r = auto(fake_nvml, auto_home, wheelhouse, FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040",
+             **only_these_pythons(tmp_path))
+    envs = by_name(r.json())
+    assert "no Python satisfies" in envs["tensorflow-gpu-cuda12"]["reason"]
+    assert "no Python satisfies" in envs["tensorflow-gpu-cuda11-wheels"]["reason"]
     cuda11 = envs["tensorflow-gpu-cuda11.2"]
     assert cuda11["action"] == "skipped"
     assert MISSING_LIB in cuda11["reason"] and "libc.so.6" not in cuda11["reason"]
+    assert "tensorflow-gpu-cuda11-wheels preset, whose CUDA comes from pip" in cuda11["fix"]
 
 
 def test_auto_without_a_usable_gpu_skips_gpu_presets_with_the_reason(fake_nvml, auto_home, wheelhouse):

@@ -1,8 +1,9 @@
 """envcheck's command line: parse once at the edge, call one use case, render its result.
 
 Owns: click commands (``main.py`` and one module per command group), option declarations
-shared with the fast path (``options.py``), and the rendering layer (``render.py`` with the
-text views in ``views.py``). Holds no logic: exit codes and JSON shapes come from results.
+shared with the fast path (``options.py``), the rendering layer (``render.py`` with the
+text views in ``views*.py``, HTML from ``templates/``) and how progress shows
+(``progress_view.py``). Holds no logic: exit codes and JSON shapes come from results.
 
 May import: ``usecases`` and, for parsing at the edge, the parsers and types below them
 (``validation.devices``, ``envs.installers.IndexSettings``, ``frameworks.names``).

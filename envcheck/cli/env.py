@@ -21,18 +21,21 @@ def env() -> None:
 @click.option("--preset-file", type=click.Path(dir_okay=False), metavar="F", help="a preset TOML file")
 @click.option("--python", metavar="X", help="a Python version ('3.10') or interpreter path")
 @click.option("--add", "add", multiple=True, metavar="REQ", help="an extra requirement (repeatable)")
+@click.option("--kernel", is_flag=True, help="also a Jupyter kernel for it (see `envcheck kernel install`)")
 @index_options
 @declare(JSON)
 @pass_ctx
-def create(ctx, name, preset_name, preset_file, python, add, installer, index_url, extra_index_url,
+def create(ctx, name, preset_name, preset_file, python, add, kernel, installer, index_url, extra_index_url,
            find_links, no_index, as_json):
     """Create env NAME from a preset."""
     from ..usecases.catalogue import create_env
 
     index = index_settings(index_url, extra_index_url, find_links, no_index)
-    ctx.finish(create_env(ctx.session, name, preset_name=preset_name, preset_file=preset_file,
-                          python=python, add=add, installer=installer, index=index,
-                          progress=None if as_json else lambda line: click.echo(line, err=True)), as_json)
+    with ctx.progress(as_json) as progress:
+        result = create_env(ctx.session, name, preset_name=preset_name, preset_file=preset_file,
+                            python=python, add=add, installer=installer, index=index, kernel=kernel,
+                            progress=progress)
+    ctx.finish(result, as_json)
 
 
 @env.command("list")
@@ -67,7 +70,10 @@ def add(ctx, name, requirements, installer, index_url, extra_index_url, find_lin
     from ..usecases.catalogue import add_packages
 
     index = index_settings(index_url, extra_index_url, find_links, no_index)
-    ctx.finish(add_packages(ctx.session, name, requirements, installer=installer, index=index), as_json)
+    with ctx.progress(as_json) as progress:
+        result = add_packages(ctx.session, name, requirements, installer=installer, index=index,
+                              progress=progress)
+    ctx.finish(result, as_json)
 
 
 @env.command()
@@ -93,4 +99,7 @@ def remove(ctx, name, yes):
         if not sys.stdin.isatty():
             raise UsageError(f"refusing to remove env {name} without confirmation", "pass --yes")
         click.confirm(f"remove env {name} at {target}?", abort=True)
-    click.echo(f"removed env {name} ({remove_env(ctx.session, name)})")
+    folder, kernels = remove_env(ctx.session, name)
+    click.echo(f"removed env {name} ({folder})")
+    for kernel in kernels:
+        click.echo(f"removed its Jupyter kernel {kernel.name} ({kernel})")

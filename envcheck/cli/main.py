@@ -58,11 +58,12 @@ class Context:
     """What every command gets: the env home, verbosity, and the session its use case runs in
     (made on first use, so commands that need neither store nor host pay for neither)."""
 
-    def __init__(self, home: str | None, verbose: bool):
+    def __init__(self, home: str | None, verbose: bool, quiet: bool = False):
         from ..paths import Home
 
         self.home = Home(home)
         self.verbose = verbose
+        self.quiet = quiet
         self._session = None
 
     @property
@@ -72,6 +73,13 @@ class Context:
 
             self._session = Session(self.home)
         return self._session
+
+    def progress(self, as_json: bool):
+        """A block whose long work shows on stderr as ``progress_view`` decides (``-q``: not at
+        all); its live line is gone before ``finish`` prints."""
+        from .progress_view import progress_view
+
+        return progress_view(quiet=self.quiet, as_json=as_json)
 
     def finish(self, result, as_json: bool) -> None:
         """Render a use case's result and exit with its code."""
@@ -86,8 +94,11 @@ class Context:
 @click.option("--home", type=click.Path(file_okay=False), envvar="ENVCHECK_HOME",
               help="env home (default: $ENVCHECK_HOME, else the platform's user data dir)")
 @click.option("-v", "--verbose", is_flag=True, help="show tracebacks and installer output")
+@click.option("-q", "--quiet", is_flag=True,
+              help="no progress on stderr (default: a live status line on a terminal, one line "
+                   "per phase elsewhere, none with --json unless on a terminal)")
 @click.version_option(package_name="envcheck")
 @click.pass_context
-def main(ctx: click.Context, home: str | None, verbose: bool) -> None:
+def main(ctx: click.Context, home: str | None, verbose: bool, quiet: bool) -> None:
     """Manage deep-learning envs and prove this machine can train on its GPUs."""
-    ctx.obj = Context(home, verbose)
+    ctx.obj = Context(home, verbose, quiet)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from .. import frameworks
 from ..usecases.provision import DEFAULT_WAIT
 from ._common import declare, index_options, index_settings, pass_ctx
 from .options import JSON, NO_SMOKE, TIMEOUT
@@ -14,14 +15,17 @@ from .options import JSON, NO_SMOKE, TIMEOUT
 @click.option("--preset-file", "files", multiple=True, type=click.Path(dir_okay=False), metavar="F",
               help="a preset file to provision, as env named after the file (repeatable)")
 @click.option("--auto", is_flag=True,
-              help="the CPU preset, plus each GPU preset this host's driver, GPUs, Pythons and libraries can run")
+              help="per framework: its CPU preset, plus its first GPU preset this host's driver, GPUs, "
+                   "Pythons and libraries can run")
+@click.option("--framework", type=click.Choice(frameworks.names()), default=None,
+              help="--auto for this framework only (default: every framework with presets)")
 @declare(NO_SMOKE, TIMEOUT)
 @click.option("--wait", default=DEFAULT_WAIT, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
               help="how long to wait for another envcheck process building the same env")
 @index_options
 @declare(JSON)
 @pass_ctx
-def provision(ctx, names, files, auto, no_smoke, timeout, wait, installer, index_url, extra_index_url,
+def provision(ctx, names, files, auto, framework, no_smoke, timeout, wait, installer, index_url, extra_index_url,
               find_links, no_index, as_json):
     """Create the envs an installation needs, unless they exist, and validate each.
 
@@ -33,7 +37,8 @@ def provision(ctx, names, files, auto, no_smoke, timeout, wait, installer, index
     from ..usecases.provision import provision as run_provision
 
     index = index_settings(index_url, extra_index_url, find_links, no_index)
-    result = run_provision(ctx.session, names=names, files=files, auto=auto, smoke=not no_smoke,
-                           installer=installer, index=index, wait=wait, timeout=timeout,
-                           progress=None if as_json else lambda line: click.echo(line, err=True))
+    with ctx.progress(as_json) as progress:
+        result = run_provision(ctx.session, names=names, files=files, auto=auto, smoke=not no_smoke,
+                               installer=installer, index=index, wait=wait, timeout=timeout,
+                               progress=progress, framework=framework)
     ctx.finish(result, as_json)

@@ -28,5 +28,7 @@ def validate(ctx, names, all_, devices, no_smoke, timeout, strict, as_json):
     from ..validation.devices import parse_devices
 
     spec = parse_devices(devices)  # bad input fails before any work
-    ctx.finish(validate_envs(ctx.session, names, all_envs=all_, devices=spec, smoke=not no_smoke,
-                             timeout=timeout, strict=strict), as_json)
+    with ctx.progress(as_json) as progress:
+        result = validate_envs(ctx.session, names, all_envs=all_, devices=spec, smoke=not no_smoke,
+                               timeout=timeout, strict=strict, progress=progress)
+    ctx.finish(result, as_json)

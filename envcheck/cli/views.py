@@ -241,8 +241,13 @@ def env_listing(result) -> str:
 def env_detail(result) -> str:
     info = result.env
     if result.created:
-        return (f"created env {info.name} ({len(info.packages)} packages, python "
-                f"{info.manifest['python']['version']}, {info.manifest['installer']}) at {info.path}")
+        created = (f"created env {info.name} ({len(info.packages)} packages, python "
+                   f"{info.manifest['python']['version']}, {info.manifest['installer']}) at {info.path}")
+        if result.kernel is not None:
+            from .views_kernel import kernel_installed
+
+            created = f"{created}\n{kernel_installed(result.kernel)}"
+        return created, "\n".join(f"warning: {w}" for w in result.warnings)
     if result.changed is not None:
         return f"env {info.name}: " + (", ".join(f"{n}=={v}" for n, v in result.changed.items())
                                        or "nothing changed")

@@ -19,9 +19,11 @@ import shlex
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from .. import processes
 from ..errors import OperationError, UsageError
+from ..progress import SILENT, Progress
 from ..processes import clean_environ  # the installers' environment: processes' clean one
 
 BACKENDS = ("uv", "pip")
@@ -37,6 +39,7 @@ class IndexSettings:
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     no_index: bool = False
+    unreachable: tuple[str, ...] = ()  # a preset's indexes left out: they could not be reached
 
     @classmethod
     def from_options(cls, index_url: str | None = None, extra_index_urls=(), find_links=(),
@@ -90,11 +93,28 @@ class IndexSettings:
     def _secret_links(self) -> bool:
         return any(_CREDENTIALS.search(link) for link in self.find_links)
 
+    def with_preset_indexes(self, urls: tuple[str, ...], timeout: float = 3.0) -> "IndexSettings":
+        """A preset's extra indexes added where they answer within ``timeout``; the others are
+        left out and named in ``unreachable`` (a warning: the configured indexes and find-links
+        may well hold the same wheels, as a mirror does), so an unreachable index costs seconds,
+        not the installer's minutes of retries. With ``--no-index`` none is used."""
+        if self.no_index:
+            return self
+        new = tuple(u for u in urls if u not in self.extra_index_urls and u != self.index_url)
+        up = tuple(u for u in new if reachable(u, timeout))
+        return replace(self, extra_index_urls=self.extra_index_urls + up,
+                       unreachable=tuple(u for u in new if u not in up))
+
+    def warnings(self) -> list[str]:
+        return [f"the preset's index {redact(u)} could not be reached; installing from the configured "
+                "indexes and find-links only" for u in self.unreachable]
+
     def describe(self) -> str:
         """Where packages come from, credentials removed: for messages."""
         if self.no_index:
             return "--no-index" + "".join(f" --find-links {redact(f)}" for f in self.find_links)
-        return redact(self.index_url) or "the default index"
+        shown = redact(self.index_url) or "the default index"
+        return shown + "".join(f" (not {redact(u)}: unreachable)" for u in self.unreachable)
 
     def to_json(self) -> dict:
         """For the manifest: URLs with any credentials removed."""
@@ -103,7 +123,23 @@ class IndexSettings:
             "extra_index_urls": [redact(u) for u in self.extra_index_urls],
             "find_links": [redact(u) for u in self.find_links],
             "no_index": self.no_index,
+            **({"unreachable": [redact(u) for u in self.unreachable]} if self.unreachable else {}),
         }
+
+
+def reachable(url: str, timeout: float = 3.0) -> bool:
+    """Does ``url`` answer HTTP at all within ``timeout`` (any status below 500)? Proxies as
+    the installers use them (``https_proxy``...)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return True
+    except urllib.error.HTTPError as exc:
+        return exc.code < 500
+    except (OSError, ValueError):
+        return False
 
 
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
@@ -175,18 +211,24 @@ def settings_from_pip_config(lines: list[str] | None = None) -> IndexSettings:
                          find_links=tuple(get("find-links")), no_index=no_index)
 
 
-def run_logged(cmd: list[str], log: Path, env: dict[str, str]) -> tuple[int, str]:
-    """Run a command with its output appended to ``log``; on an interrupt (Ctrl-C, SIGTERM,
-    SIGHUP) stop it and all it started, then re-raise. It dies with envcheck, even killed
-    with SIGKILL, so no installer goes on writing into an abandoned env (see processes).
+def run_logged(cmd: list[str], log: Path, env: dict[str, str],
+               on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
+    """Run a command with its output appended to ``log`` as it comes (unbuffered, so
+    ``tail -f`` follows it), each line also given to ``on_line`` (decoded, the last of its
+    carriage-return segments); on an interrupt (Ctrl-C, SIGTERM, SIGHUP) stop it and all it
+    started, then re-raise. It dies with envcheck, even killed with SIGKILL, so no installer
+    goes on writing into an abandoned env (see processes).
 
     Returns (exit code, the tail of its output).
     """
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(f"$ {shlex.join(cmd)}\n")
-        fh.flush()
-        with processes.started(cmd, env=env, stdout=fh, stderr=processes.STDOUT,
+    with open(log, "ab", buffering=0) as fh:
+        fh.write(f"$ {shlex.join(cmd)}\n".encode())
+        with processes.started(cmd, env=env, stdout=processes.PIPE, stderr=processes.STDOUT,
                                grace=5.0) as child:
+            for raw in child.popen.stdout:
+                fh.write(raw)
+                if on_line is not None:
+                    on_line(raw.decode("utf-8", "replace").rstrip("\r\n").rpartition("\r")[2])
             code = child.wait()
     tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
     return code, "\n".join(tail)
@@ -202,8 +244,13 @@ class Installer:
     def create_venv(self, python: str, target: Path, log: Path) -> None:
         raise OperationError(f"installer {self.name} can't create envs")
 
-    def install(self, env_python: Path, requirements: list[str], index: IndexSettings, log: Path) -> None:
-        code, tail = run_logged(self.install_command(env_python, requirements, index), log, self.environ(index))
+    def install(self, env_python: Path, requirements: list[str], index: IndexSettings, log: Path,
+                progress: Progress = SILENT) -> None:
+        """Install ``requirements``; ``progress`` hears the phases read from the output."""
+        from .install_output import reader
+
+        code, tail = run_logged(self.install_command(env_python, requirements, index), log,
+                                self.environ(index), reader(self.name, progress))
         if code != 0:
             raise install_failure(self.name, requirements, index, tail, log)
 
@@ -329,6 +376,8 @@ def install_failure(backend: str, requirements: list[str], index: IndexSettings,
     if _RESOLUTION.search(tail):
         return UsageError(
             f"{backend} could not resolve {' '.join(requirements)} from {index.describe()}: {reason}",
-            "check the requirement names and versions, and --index-url/--find-links",
+            "check the requirement names and versions, and --index-url/--find-links"
+            + "".join(f"; the preset's index {redact(u)} was unreachable: connect to it, or put its "
+                      "wheels in a --find-links folder" for u in index.unreachable),
             log=str(log))
     return OperationError(f"{backend} install failed: {reason}", "see the log", log=str(log))

@@ -31,14 +31,14 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 KINDS = ("cpu", "gpu")
-TOP_KEYS = ("title", "description", "kind", "framework", "requires-python", "packages", "gpu")
+TOP_KEYS = ("title", "description", "kind", "framework", "requires-python", "packages", "indexes", "gpu")
 GPU_KEYS = ("cuda", "cudnn", "libraries")
 REQUIRED = ("title", "kind", "framework", "packages")
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 _TOML_WHERE = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 REQUIREMENT_FIX = "use PEP 508 form like 'numpy>=1.24'"
 # What one preset file may hold; each limit is named in the error that reports it.
-LIMITS = {"file bytes": 1 << 20, "packages": 500, "libraries": 64, "name": 100, "title": 200,
+LIMITS = {"file bytes": 1 << 20, "packages": 500, "libraries": 64, "indexes": 8, "name": 100, "title": 200,
           "description": 4000, "text": 1000}
 
 
@@ -58,6 +58,15 @@ class Preset:
     origin: str  # "builtin" | "user" | "file"
     content_hash: str = field(default="", compare=False)
     requirements: tuple[Requirement, ...] = field(default=(), compare=False)  # ``packages``, parsed
+    # Extra package indexes the packages come from upstream (PyTorch's CPU index): used when
+    # reachable, a warning when not (the configured indexes and find-links may hold the wheels).
+    indexes: tuple[str, ...] = ()
+
+    @property
+    def wheel_libraries(self) -> bool:
+        """Its CUDA libraries come as pip wheels (``nvidia-*``) inside the env, not from the
+        system: they can only be probed once the env exists."""
+        return any(r.name.lower().startswith("nvidia-") for r in self.requirements)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +80,7 @@ class Preset:
             "cuda": self.cuda,
             "cudnn": self.cudnn,
             "libraries": list(self.libraries),
+            "indexes": list(self.indexes),
             "source": str(self.source),
             "origin": self.origin,
             "content_hash": self.content_hash,
@@ -201,6 +211,7 @@ def _build(path: Path, data: dict[str, Any], origin: str) -> Preset:
     if not packages:
         raise UsageError(f"{path}: key 'packages' is empty", "list at least one requirement")
     requirements = tuple(_requirement(path, index, text) for index, text in enumerate(packages))
+    indexes = _indexes(path, data)
     cuda, cudnn, libraries = _gpu_table(path, data, kind)
     # The hash covers what the env is made of, not the prose: a reworded description must not
     # make provision rebuild an env.
@@ -208,11 +219,27 @@ def _build(path: Path, data: dict[str, Any], origin: str) -> Preset:
         "kind": kind, "framework": framework,
         "requires-python": str(requires_python), "packages": [str(r) for r in requirements],
         "gpu": {"cuda": cuda, "cudnn": cudnn, "libraries": libraries},
+        **({"indexes": list(indexes)} if indexes else {}),
     }
     return Preset(name=path.stem, title=title, description=description, kind=kind,
                   framework=framework, requires_python=requires_python, packages=packages,
                   cuda=cuda, cudnn=cudnn, libraries=libraries, source=path, origin=origin,
-                  content_hash=_hash(content), requirements=requirements)
+                  content_hash=_hash(content), requirements=requirements, indexes=indexes)
+
+
+def _indexes(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
+    if "indexes" not in data:
+        return ()
+    urls = _string_list(path, data, "indexes", limit=LIMITS["indexes"])
+    for index, url in enumerate(urls):
+        if not re.match(r"^https?://[^\s/@]+(/\S*)?$", url):
+            from .installers import redact
+
+            raise UsageError(f"{path}: key 'indexes[{index}]': {redact(url)!r} is not an http(s) URL "
+                             "without credentials",
+                             'write it like indexes = ["https://download.pytorch.org/whl/cpu"]; '
+                             "credentials belong in pip's configuration, not in a preset")
+    return tuple(urls)
 
 
 def _requirement(path: Path, index: int, text: str) -> Requirement:

@@ -27,6 +27,7 @@ from .gate_link import link_env
 from .metadata import installed_packages
 from .scratch import Scratch, discard, disk_errors, is_stub, signals_held, sigterm_as_interrupt, stderr_notice
 from ..paths import MANIFEST_NAME, Home
+from ..progress import SILENT, Progress
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 NOT_EXPORTED = {"pip"}  # the installer's own tool, as `pip freeze` leaves it out
@@ -78,6 +79,7 @@ class EnvInfo:
             "python_version": m.get("python", {}).get("version"),
             "python": str(self.python),
             "installer": m.get("installer"),
+            "index": m.get("index"),  # where its packages came from (credentials removed)
             "created": m.get("created"),
             "updated": m.get("updated"),
             "requested": m.get("requested", []),
@@ -219,13 +221,13 @@ class EnvStore:
 
     def create(self, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
                installer: str | None = None, index=None, keep_log: bool = False,
-               progress: Callable[[str], None] | None = None) -> EnvInfo:
+               progress: Progress = SILENT) -> EnvInfo:
         """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all.
 
         ``index``: the command line's ``IndexSettings``, laid over the pip configuration.
         ``keep_log``: keep the installer's log of a failure on bad input too (for a caller that
         reports it as a failure, exit 1, rather than as bad input, exit 2, that changed nothing).
-        ``progress`` hears one line once the inputs are valid and the work begins.
+        ``progress`` hears the task begin once the inputs are valid, then its phases.
         """
         from .installers import choose_backend, settings_from_pip_config
         from .presets import parse_requirement
@@ -240,12 +242,12 @@ class EnvStore:
         settings = settings_from_pip_config().merged(index)
         target = self.home.env_dir(name)
         self._refuse_foreign(name, target)
+        settings = settings.with_preset_indexes(preset.indexes)  # after the cheap checks: it may wait
         with self._changing(name):
             self._clear_incomplete(name, target)
-            if progress:
-                progress(f"creating env {name} from preset {preset.name} with {backend.name}, "
-                         f"python {interpreter.version} ...")
             log = self._log(name, "create")
+            progress.start(f"env {name}", f"creating env {name} from preset {preset.name} with "
+                           f"{backend.name}, python {interpreter.version}", log)
             made = False
             try:
                 with sigterm_as_interrupt():
@@ -255,12 +257,13 @@ class EnvStore:
                         "requested": requirements,
                         "python": {"version": str(interpreter.version), "base": str(interpreter.path)},
                         "installer": backend.name, "index": settings.to_json(),
-                        "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [],
+                        "warnings": settings.warnings(), "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [],
                     }
                     self._place(name, target, record)
                     made = True
+                    progress.phase("making the venv")
                     backend.create_venv(str(interpreter.path), target, log)
-                    backend.install(env_python(target), requirements, settings, log)
+                    backend.install(env_python(target), requirements, settings, log, progress)
                     link_env(self.home, target)
                     packages = installed_packages(target)
                     record.update(state=mf.READY, packages=packages, frameworks=mf.frameworks_of(packages),
@@ -273,6 +276,7 @@ class EnvStore:
                     self.scratch.delete(name, target)
                 raise
             log.unlink(missing_ok=True)
+        progress.done("created")
         return self.get(name)
 
     def _place(self, name: str, target: Path, record: dict[str, Any]) -> None:
@@ -305,9 +309,10 @@ class EnvStore:
             self.scratch.delete(name, target)
 
     def add(self, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
-            index=None) -> EnvInfo:
+            index=None, progress: Progress = SILENT) -> EnvInfo:
         """Install more packages; on any failure or interruption the env is left exactly as it
-        was (a SIGKILL: as it was once ``Scratch.recover`` has run, and visibly incomplete until then)."""
+        was (a SIGKILL: as it was once ``Scratch.recover`` has run, and visibly incomplete until then).
+        ``progress`` hears the task and its phases."""
         from .installers import choose_backend, settings_from_pip_config
         from .presets import parse_requirement
 
@@ -322,11 +327,14 @@ class EnvStore:
             backend = choose_backend(installer, info.manifest.get("installer"))
             backend.cache_dir = self.home.uv_cache
             log = self._log(name, "add")
-            self._install_more(info, reqs, backend, settings, log)
+            progress.start(f"env {name}", f"adding {' '.join(reqs)} to env {name} with {backend.name}", log)
+            self._install_more(info, reqs, backend, settings, log, progress)
             log.unlink(missing_ok=True)
+        progress.done("packages added")
         return self.get(name)
 
-    def _install_more(self, info: EnvInfo, reqs: list[str], backend, settings, log: Path) -> None:
+    def _install_more(self, info: EnvInfo, reqs: list[str], backend, settings, log: Path,
+                      progress: Progress) -> None:
         """Backup, intent, ``changing``, install, commit (``ready``); rolled back on any failure."""
         name, manifest = info.name, info.path / MANIFEST_NAME
         backup = self.scratch.path(name, "backup")
@@ -335,11 +343,12 @@ class EnvStore:
             with sigterm_as_interrupt():
                 # Hard links: installers replace files (unlink + write), never edit them in place,
                 # so the backup keeps the old contents at the cost of directory entries only.
+                progress.phase("backing up the env")
                 shutil.copytree(info.path, backup, symlinks=True, copy_function=os.link)
                 mf.write_atomic(intent, {"env": name, "pid": os.getpid(), "backup": backup.name,
                                          "requested": reqs, "started": mf.now()})
                 mf.write_atomic(manifest, {**info.manifest, "state": mf.CHANGING, "updated": mf.now()})
-                backend.install(info.python, reqs, settings, log)
+                backend.install(info.python, reqs, settings, log, progress)
                 packages = installed_packages(info.path)
                 mf.write_atomic(manifest, {**info.manifest, "schema": mf.SCHEMA, "state": mf.READY,
                                            "requested": [*info.manifest.get("requested", []), *reqs],

@@ -2,10 +2,11 @@
 
 Stable API (compat, validate, select and the pre-training gate build on it):
 
-``probe(environ=None) -> HostState``
+``probe(environ=None, *, health=False) -> HostState``
     Read the host now. Never raises for NVML trouble: every NVML failure becomes a typed,
     explained state. ``environ`` (default ``os.environ``) supplies ``CUDA_VISIBLE_DEVICES``
-    and ``CUDA_DEVICE_ORDER``.
+    and ``CUDA_DEVICE_ORDER``. ``health``: also read each GPU's ``Gpu.health`` (``health.py``),
+    in the same NVML session.
 ``host_fingerprint(state) -> dict``
     Driver version, GPU UUIDs and the CUDA variables: what must not change between a
     validation and a training run.
@@ -21,7 +22,8 @@ Stable API (compat, validate, select and the pre-training gate build on it):
     ``mig_devices`` (MIG instance UUIDs), ``status`` (one of ``GPU_STATUSES``), ``problem``,
     ``fix``, ``unavailable`` (field name, or "memory" for the three memory fields -> why it
     is None), ``visible`` and ``cuda_index`` (the number a CUDA process started with this
-    environment gives the GPU).
+    environment gives the GPU), ``health`` (``health.GpuHealth``; None, and absent from the
+    JSON, unless asked for).
 
 A value NVML can't give (not supported on this GPU, function absent from an older driver) is
 None with its reason in ``Gpu.unavailable``; a failing GPU (lost, needs a reset) gets its own
@@ -33,10 +35,14 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ..results import Result
 from .visibility import mark_visible, order_warnings
+
+if TYPE_CHECKING:
+    from .health import GpuHealth
 
 SCHEMA = "envcheck.host/1"
 NVML_STATUSES = ("ok", "no-library", "driver-not-loaded", "version-mismatch", "no-permission",
@@ -106,6 +112,7 @@ class Gpu:
     unavailable: dict[str, str] = field(default_factory=dict)
     visible: bool = True
     cuda_index: int | None = None
+    health: GpuHealth | None = None
 
     @property
     def usable(self) -> bool:
@@ -166,9 +173,18 @@ class HostState(Result):
             "nvml_version": self.nvml_version,
             "cuda_visible_devices": self.cuda_visible_devices,
             "cuda_device_order": self.cuda_device_order,
-            "gpus": [asdict(g) for g in self.gpus],
+            "gpus": [_gpu_json(g) for g in self.gpus],
             "warnings": list(self.warnings),
         }
+
+
+def _gpu_json(gpu: Gpu) -> dict[str, Any]:
+    """The GPU's fields; ``health`` only where it was read (``probe(health=True)``), so the
+    commands that don't read it keep their documents as they were."""
+    data = asdict(gpu)
+    if gpu.health is None:
+        del data["health"]
+    return data
 
 
 def host_fingerprint(state: HostState) -> dict[str, Any]:
@@ -194,7 +210,7 @@ def explain_host_error(code: int, text: str) -> tuple[str, str, str]:
             "run `nvidia-smi` to see whether the driver answers; reinstall the driver if not")
 
 
-def probe(environ: Mapping[str, str] | None = None) -> HostState:
+def probe(environ: Mapping[str, str] | None = None, *, health: bool = False) -> HostState:
     """Read driver, CUDA and GPU facts through NVML; see the module docstring."""
     env = os.environ if environ is None else environ
     cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
@@ -208,7 +224,7 @@ def probe(environ: Mapping[str, str] | None = None) -> HostState:
     except pynvml.NVMLError as exc:
         return _failed(exc, cvd, order)
     try:
-        state = _read_host(pynvml, cvd, order)
+        state = _read_host(pynvml, cvd, order, health)
     finally:
         _shutdown(pynvml)
     if state.ok:
@@ -242,7 +258,7 @@ def _shutdown(pynvml: Any) -> None:
         pass  # the report is already read; a failing shutdown changes nothing in it
 
 
-def _read_host(pynvml: Any, cvd: str | None, order: str | None) -> HostState:
+def _read_host(pynvml: Any, cvd: str | None, order: str | None, health: bool) -> HostState:
     state = HostState("ok", cuda_visible_devices=cvd, cuda_device_order=order)
     missing: dict[str, str] = {}
     state.driver_version = _field(pynvml, missing, "driver_version",
@@ -258,7 +274,7 @@ def _read_host(pynvml: Any, cvd: str | None, order: str | None) -> HostState:
         status, state.message, state.fix = explain_host_error(exc.value, str(exc))
         state.nvml_status = status
         return state
-    state.gpus = [_read_gpu(pynvml, i) for i in range(count)]
+    state.gpus = [_read_gpu(pynvml, i, health) for i in range(count)]
     if not state.gpus:
         state.nvml_status = "no-gpu"
         state.message = "the NVIDIA driver answers but reports no GPU"
@@ -295,11 +311,15 @@ def _why_missing(code: int, text: str) -> str:
     return f"NVML error {code}: {text}"
 
 
-def _read_gpu(pynvml: Any, index: int) -> Gpu:
+def _read_gpu(pynvml: Any, index: int, health: bool) -> Gpu:
     gpu = Gpu(index)
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         _fill_gpu(pynvml, gpu, handle)
+        if health:
+            from .health import read_health
+
+            gpu.health = read_health(pynvml, handle, partial(_field, pynvml))
     except pynvml.NVMLError as exc:
         gpu.status, gpu.problem, gpu.fix = GPU_ERRORS.get(
             exc.value, ("error", f"NVML error {exc.value}: {exc}",

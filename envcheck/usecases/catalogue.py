@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..progress import SILENT, Progress
 from ..results import Result
 
 
@@ -42,9 +43,16 @@ class EnvDetail(Result):
     env: Any
     changed: dict[str, str] | None = None  # after `env add`: what it installed or upgraded
     created: bool = False  # made by this command
+    kernel: Any = None  # after `env create --kernel`: usecases.kernels.KernelInstalled
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the user should know about the create (a preset's index that was unreachable)."""
+        return list(self.env.manifest.get("warnings") or []) if self.created else []
 
     def body(self) -> dict[str, Any]:
-        return {"env": self.env.to_json()}
+        return {"env": self.env.to_json(), **({"kernel": self.kernel.to_json()} if self.kernel else {}),
+                **({"warnings": self.warnings} if self.warnings else {})}
 
 
 def list_presets(session) -> PresetListing:
@@ -72,7 +80,9 @@ def show_env(session, name: str) -> EnvDetail:
 
 def create_env(session, name: str, *, preset_name: str | None, preset_file: str | None,
                python: str | None = None, add: tuple[str, ...] = (), installer: str | None = None,
-               index: Any = None, progress=None) -> EnvDetail:
+               index: Any = None, progress: Progress = SILENT, kernel: bool = False) -> EnvDetail:
+    """Create env NAME from a preset; with ``kernel``, ipykernel too (unless the preset or
+    ``add`` names it) and its Jupyter kernel in the user's Jupyter folder."""
     from ..envs.presets import resolve_preset
     from ..errors import UsageError
     from .hints import cpu_hint
@@ -80,14 +90,25 @@ def create_env(session, name: str, *, preset_name: str | None, preset_file: str 
     if bool(preset_name) == bool(preset_file):
         raise UsageError("give exactly one of --preset and --preset-file", f"e.g. {cpu_hint(session.home)}")
     preset = resolve_preset(session.home, name=preset_name, file=preset_file)
-    return EnvDetail(session.store.create(name, preset, python=python, add=add, installer=installer,
-                                          index=index, progress=progress), created=True)
+    for_kernel = ()  # ipykernel, when the kernel asked for needs it and nothing else names it
+    if kernel:
+        from ..envs.presets import parse_requirement
+        from .kernels import IPYKERNEL, check_target, install_kernel, lacks_ipykernel
+
+        check_target(session, name)  # a place the kernel can't go is bad input: before the create
+        for_kernel = (IPYKERNEL,) if lacks_ipykernel([*preset.requirements, *map(parse_requirement, add)]) else ()
+    detail = EnvDetail(session.store.create(name, preset, python=python, add=(*add, *for_kernel),
+                                            installer=installer, index=index, progress=progress), created=True)
+    if kernel:
+        detail.kernel = install_kernel(session, name)
+        detail.kernel.added = {n: detail.env.packages.get(n, "?") for n in for_kernel}  # say so
+    return detail
 
 
 def add_packages(session, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
-                 index: Any = None) -> EnvDetail:
+                 index: Any = None, progress: Progress = SILENT) -> EnvDetail:
     before = session.store.get(name).packages
-    info = session.store.add(name, requirements, installer=installer, index=index)
+    info = session.store.add(name, requirements, installer=installer, index=index, progress=progress)
     return EnvDetail(info, {n: v for n, v in info.packages.items() if before.get(n) != v})
 
 
@@ -102,5 +123,9 @@ def removal_target(session, name: str):
 
 
 def remove_env(session, name: str):
-    """Delete env NAME (only an env envcheck created, inside its home); its folder."""
-    return session.store.remove(name)
+    """Delete env NAME (only an env envcheck created, inside its home) and the Jupyter kernels
+    envcheck installed for it; (its folder, the kernels' folders)."""
+    from .kernels import delete_kernels, kernels_of
+
+    kernels = kernels_of(session, name)  # first: the env's folder records where they went
+    return session.store.remove(name), delete_kernels(kernels)

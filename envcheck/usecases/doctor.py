@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..progress import SILENT, Progress
 from ..results import Result
 
 
@@ -30,16 +31,16 @@ class Diagnosis(Result):
                 "next_steps": self.next_steps}
 
 
-def _next_steps(session, selection, report) -> list[str]:
+def _next_steps(session, selection, report, framework: str | None = None) -> list[str]:
     from .hints import create_hint, gpu_hint
 
     host = session.host
     if report is None:
-        return [selection.warning or create_hint(session)]
+        return [selection.warning or create_hint(session, framework)]
     steps = [f"{check.id}: {check.fix}" for check in report.checks
              if check.status in ("fail", "warn") and check.fix]
     if host.usable_gpus and not selection.gpu_tier:
-        gpu = gpu_hint(session.home, host)
+        gpu = gpu_hint(session.home, host, framework)
         steps.append("this host has usable GPUs but no env can use them"
                      + (f": {gpu}" if gpu else "; no GPU preset fits this host"))
     if report.verdict != "not-ready":
@@ -49,10 +50,15 @@ def _next_steps(session, selection, report) -> list[str]:
     return steps
 
 
-def doctor(session, *, smoke: bool = True, timeout: float | None = None) -> Diagnosis:
-    selection = session.select()
+def doctor(session, *, smoke: bool = True, timeout: float | None = None,
+           progress: Progress = SILENT, framework: str | None = None) -> Diagnosis:
+    """``progress`` hears the host read and the envs ranked (of ``framework`` only, if given),
+    then the chosen env's validation."""
+    progress.start("doctor", "doctor: reading the GPUs and ranking the envs")
+    selection = session.select(framework=framework)
+    progress.done(f"chose env {selection.chosen}" if selection.chosen else "no env to validate")
     report = None
     if selection.chosen:
         report = session.validate_and_store(session.store.get(selection.chosen), smoke=smoke,
-                                            timeout=timeout)
-    return Diagnosis(session.host, selection, report, _next_steps(session, selection, report))
+                                            timeout=timeout, progress=progress)
+    return Diagnosis(session.host, selection, report, _next_steps(session, selection, report, framework))

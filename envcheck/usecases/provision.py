@@ -4,8 +4,11 @@ The flow is three small steps:
 
 1. ``plan``: resolve every preset (an unknown or malformed one is a UsageError before anything
    is made); with ``auto``, the built-in preset names (a user preset of the same name overrides
-   one), each GPU preset kept only if this host can run it: a usable GPU, a compat verdict
-   that trains on it, a Python that fits and the system libraries the preset needs.
+   one) of every framework, or of ``framework`` alone: its CPU preset, and the first of its
+   GPU presets (the registry's order of preference) this host can run: a usable GPU, a compat
+   verdict that trains on it, a Python that fits and the system libraries the preset needs
+   (probed once the env exists when its CUDA comes from wheels). One GPU env per framework:
+   the others are skipped, saying which one covers it.
 2. ``ensure``: per env (named after its preset): absent or left incomplete -> created; ready
    with the same preset content hash -> unchanged, nothing reinstalled; ready with another
    hash (or from another preset) -> ``stale``, left as it is: the store can't swap a rebuilt
@@ -23,10 +26,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from .. import frameworks
 from ..errors import BusyError, EnvcheckError, UsageError
+from ..progress import SILENT, Progress
 from ..results import Result
 
 ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
@@ -77,7 +81,7 @@ class Planned:
 # -- 1. plan ----------------------------------------------------------------------------------
 
 def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
-         host=None) -> list[Planned]:
+         host=None, framework: str | None = None) -> list[Planned]:
     """The presets to provision, each possibly skipped with a reason; raises UsageError on bad input."""
     from ..envs.presets import builtin_dir, resolve_preset
     from ..envs.store import check_name
@@ -86,6 +90,11 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
         raise UsageError("nothing to provision", "pass --preset NAME, --preset-file F or --auto")
     asked = [resolve_preset(home, name=n) for n in names] + [resolve_preset(home, file=f) for f in files]
     automatic = [resolve_preset(home, name=p.stem) for p in sorted(builtin_dir().glob("*.toml"))] if auto else []
+    if framework is not None:
+        frameworks.get(framework)  # an unknown name is bad input
+        automatic = [p for p in automatic if p.framework == framework]
+    automatic.sort(key=_preference)
+    covered: dict[str, str] = {}  # framework -> the GPU preset --auto makes for it
     chosen: dict[str, Planned] = {}
     for explicit, preset in [(True, p) for p in asked] + [(False, p) for p in automatic]:
         check_name(preset.name)
@@ -96,8 +105,28 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
                                  f"({known.preset.source} and {preset.source})",
                                  "rename one of the files: an env is named after its preset")
             continue
-        chosen[preset.name] = Planned(preset) if explicit or preset.kind == "cpu" else _judge_gpu(preset, host)
+        if explicit or preset.kind == "cpu":
+            chosen[preset.name] = Planned(preset)
+        elif preset.framework in covered:
+            chosen[preset.name] = Planned(preset, f"{covered[preset.framework]} already gives {preset.framework} "
+                                                  "this host's GPUs (--auto makes one GPU env per framework)",
+                                          f"provision it by name if you want it too: envcheck provision --preset {preset.name}")
+        else:
+            chosen[preset.name] = item = _judge_gpu(preset, host)
+            if item.skip is None:
+                covered[preset.framework] = preset.name
     return list(chosen.values())
+
+
+def _preference(preset) -> tuple:
+    """--auto's order: by framework (the registry's), CPU first, then the framework's GPU
+    presets in its order of preference, then any other (by name)."""
+    names = frameworks.names()
+    known = preset.framework in names
+    fw = frameworks.get(preset.framework) if known else None
+    order = fw.gpu_presets if fw else ()
+    return (names.index(preset.framework) if known else len(names), preset.kind != "cpu",
+            order.index(preset.name) if preset.name in order else len(order), preset.name)
 
 
 def _judge_gpu(preset, host) -> Planned:
@@ -124,17 +153,17 @@ def _judge_gpu(preset, host) -> Planned:
     from ..validation.libraries import missing_libraries
     from ..validation.validate import libraries_fix
 
-    missing = missing_libraries(python.path, preset.libraries)
+    missing = [] if preset.wheel_libraries else missing_libraries(python.path, preset.libraries)
     if missing:
         return Planned(preset, f"system libraries missing: {', '.join(missing)}",
-                       libraries_fix(preset.cuda, preset.cudnn, build.framework))
+                       libraries_fix(preset.cuda, preset.cudnn, build.framework, preset.name))
     return Planned(preset)
 
 
 # -- 2. ensure --------------------------------------------------------------------------------
 
 def ensure(store, preset, *, installer: str | None = None, index=None,
-           wait: float = DEFAULT_WAIT, progress: Callable[[str], None] | None = None) -> Outcome:
+           wait: float = DEFAULT_WAIT, progress: Progress = SILENT) -> Outcome:
     """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError.
 
     ``index``: the command line's ``IndexSettings`` (None: the pip configuration alone)."""
@@ -148,9 +177,8 @@ def ensure(store, preset, *, installer: str | None = None, index=None,
             store.create(name, preset, installer=installer, index=index, keep_log=True, progress=progress)
             return Outcome(name, preset.name, "created", f"created from preset {preset.name}")
         except BusyError:
-            if progress:
-                progress(f"env {name} is being changed by another envcheck process; waiting for it "
-                         f"(up to {max(deadline - time.monotonic(), 0):.0f} s)")
+            progress.start(f"env {name}", f"env {name} is being changed by another envcheck process; "
+                           f"waiting for it (up to {max(deadline - time.monotonic(), 0):.0f} s)")
             if not _wait_unlocked(store, name, deadline):
                 return Outcome(name, preset.name, "failed", f"another envcheck process kept env {name} "
                                f"locked for more than {wait:.0f} s", fix="wait for it to finish, then run again")
@@ -199,9 +227,11 @@ def _wait_unlocked(store, name: str, deadline: float) -> bool:
 
 # -- 3. check ---------------------------------------------------------------------------------
 
-def check(session, outcome: Outcome, *, smoke: bool, timeout: float | None) -> None:
+def check(session, outcome: Outcome, *, smoke: bool, timeout: float | None,
+          progress: Progress = SILENT) -> None:
     """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
-    report = session.validate_and_store(session.store.get(outcome.name), smoke=smoke, timeout=timeout)
+    report = session.validate_and_store(session.store.get(outcome.name), smoke=smoke, timeout=timeout,
+                                        progress=progress)
     outcome.verdict = report.verdict
     if report.verdict == "not-ready" and outcome.action in ("created", "unchanged"):
         failed = next(c for c in report.checks if c.status == "fail")
@@ -212,9 +242,9 @@ def check(session, outcome: Outcome, *, smoke: bool, timeout: float | None) -> N
 def provision(session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
               smoke: bool = True, installer: str | None = None, index: Any = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
-              progress: Callable[[str], None] | None = None) -> ProvisionResult:
+              progress: Progress = SILENT, framework: str | None = None) -> ProvisionResult:
     """Plan, ensure and check: see the module docstring."""
-    planned = plan(session.home, names, files, auto, session.host if auto else None)
+    planned = plan(session.home, names, files, auto, session.host if auto else None, framework)
     result = ProvisionResult()
     for item in planned:
         if item.skip:
@@ -223,6 +253,6 @@ def provision(session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = 
         outcome = ensure(session.store, item.preset, installer=installer, index=index, wait=wait,
                          progress=progress)
         if outcome.action != "failed":
-            check(session, outcome, smoke=smoke, timeout=timeout)
+            check(session, outcome, smoke=smoke, timeout=timeout, progress=progress)
         result.envs.append(outcome)
     return result

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from ..errors import OperationError
 from ..paths import Home
+from ..progress import SILENT, Progress
 
 AUTO = "auto"
 
@@ -32,6 +33,12 @@ class Session:
         self.home = home if home is not None else Home()
         self.store = EnvStore(self.home)
         self._host = host
+        self._health = False
+
+    def want_health(self) -> None:
+        """Have the host probe read each GPU's health too (``doctor --markdown``). Called before
+        the host is first read, so NVML is still initialised once."""
+        self._health = True
 
     @property
     def host(self) -> Any:
@@ -39,7 +46,7 @@ class Session:
         if self._host is None:
             from ..host.probe import probe
 
-            self._host = probe()
+            self._host = probe(health=self._health)
         return self._host
 
     def select(self, *, framework: str | None = None, requires: Sequence[str] = (),
@@ -72,9 +79,11 @@ class Session:
         return resolved
 
     def validate_and_store(self, info: Any, *, devices: Any = "all", smoke: bool = True,
-                           timeout: float | None = None, store: bool = True):
+                           timeout: float | None = None, store: bool = True,
+                           progress: Progress = SILENT):
         """Validate ``info`` on this host; keep the report for the gate when the env is one of
-        envcheck's and still there (a broken env's report would describe nothing)."""
+        envcheck's and still there (a broken env's report would describe nothing).
+        ``progress`` hears the checks and each device's smoke fit."""
         from ..validation import DEFAULT_TIMEOUT
         from ..validation.reports import store_report
         from ..validation.validate import validate
@@ -84,7 +93,8 @@ class Session:
         try:
             report = validate(info, self.host, devices=devices, smoke=smoke,
                               timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-                              log_dir=self.home.logs if store else None)
+                              log_dir=self.home.logs if store else None,
+                              progress=progress)
             if not info.path.exists():
                 raise gone
             if store and self._keeps(info, report):

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import UsageError
+from ..progress import SILENT, Progress
 from ..results import Result
 
 VERDICTS = ("ready", "degraded", "not-ready")
@@ -35,8 +36,9 @@ class ValidationRun(Result):
 
 def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = False,
                   devices: Any = "all", smoke: bool = True, timeout: float | None = None,
-                  strict: bool = False) -> ValidationRun:
-    """Validate envs ``names``, or all of them, or (neither) the one `select` picks."""
+                  strict: bool = False, progress: Progress = SILENT) -> ValidationRun:
+    """Validate envs ``names``, or all of them, or (neither) the one `select` picks;
+    ``progress`` hears each env's checks and devices as they run."""
     from ..validation.devices import check_known, parse_devices
 
     if names and all_envs:
@@ -54,5 +56,6 @@ def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = Fals
     check_known(spec, session.host)
     run = ValidationRun(strict=strict)
     for info in targets:
-        run.reports.append(session.validate_and_store(info, devices=spec, smoke=smoke, timeout=timeout))
+        run.reports.append(session.validate_and_store(info, devices=spec, smoke=smoke, timeout=timeout,
+                                                      progress=progress))
     return run

@@ -5,7 +5,7 @@ device, multi-replica, speedup), the smoke runner's isolation (per-device re-run
 process groups), devices as users name them, diagnosis of logs, and stored reports with
 their fingerprint. Prints nothing: it returns ``Report`` objects.
 
-May import: ``envcheck.errors``, ``paths``, ``processes``, ``results``, ``data``, ``envs``
+May import: ``envcheck.errors``, ``paths``, ``processes``, ``progress``, ``results``, ``data``, ``envs``
 (reading), ``frameworks``, ``host``. Never ``usecases`` or ``cli``.
 """
 

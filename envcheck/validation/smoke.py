@@ -30,6 +30,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from .. import processes
 
@@ -38,6 +39,7 @@ MARK = "envcheck-smoke:"
 STDERR_LINES = 200
 OOM_PATTERNS = ("out of memory", "ResourceExhaustedError", "OOM when allocating",
                 "MemoryError", "std::bad_alloc")
+Watch = Callable[[str, Any], None]  # hears each mark as it comes: see parse_mark, and "alone"
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,15 @@ class DeviceResult:
     loss_last: float | None = None
     placed_on: str | None = None
     error: str | None = None
+    memory: dict | None = None  # PyTorch: weights freed; on a GPU, bytes before/peak/after
+    cudnn: dict | None = None  # PyTorch on a GPU: cuDNN's state after a convolution
 
     @classmethod
     def from_json(cls, data: dict) -> DeviceResult:
         return cls(device=data["device"], status=data["status"],
                    ms_per_step=data.get("ms_per_step"), loss_first=data.get("loss_first"),
                    loss_last=data.get("loss_last"), placed_on=data.get("placed_on"),
-                   error=data.get("error"))
+                   error=data.get("error"), memory=data.get("memory"), cudnn=data.get("cudnn"))
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class MultiReplica:
     scaling_efficiency: float | None = None
     ms_per_step: float | None = None
     detail: str = ""
+    samples_per_s: float | None = None  # global batch / time per step
 
     @classmethod
     def from_json(cls, data: dict) -> MultiReplica:
@@ -78,7 +83,8 @@ class MultiReplica:
                    per_replica_batch=data.get("per_replica_batch"),
                    global_batch=data.get("global_batch"),
                    scaling_efficiency=data.get("scaling_efficiency"),
-                   ms_per_step=data.get("ms_per_step"), detail=data.get("detail") or "")
+                   ms_per_step=data.get("ms_per_step"), detail=data.get("detail") or "",
+                   samples_per_s=data.get("samples_per_s"))
 
 
 @dataclass(frozen=True)
@@ -140,28 +146,33 @@ def _tail(text: str, lines: int = STDERR_LINES) -> str:
     return "\n".join(kept[-lines:])
 
 
+def parse_mark(line: str) -> tuple[str, Any] | None:
+    """A runner's progress mark as (word, value): ("imported", its facts), ("start", "cpu:0"
+    or "multi-replica"), ("result", a device's result); the JSON of a mark cut short is None.
+    Any other line: None."""
+    if not line.startswith(MARK):
+        return None
+    word, _, rest = line[len(MARK):].strip().partition(" ")
+    if word not in ("imported", "result"):
+        return word, rest
+    try:
+        return word, json.loads(rest)
+    except ValueError:
+        return word, None
+
+
 def _progress(stderr: str) -> tuple[dict[str, dict], dict | None, str | None]:
     """What the runner reported before it ended: device results, its "imported" facts
     (None if it never got that far), and what it was doing last."""
     streamed: dict[str, dict] = {}
     imported, current = None, None
-    for line in stderr.splitlines():
-        if not line.startswith(MARK):
-            continue
-        word, _, rest = line[len(MARK):].strip().partition(" ")
+    for word, value in filter(None, map(parse_mark, stderr.splitlines())):
         if word == "imported":
-            try:
-                imported = json.loads(rest)
-            except ValueError:
-                imported = {}
+            imported = value if isinstance(value, dict) else {}
         elif word == "start":
-            current = rest
-        elif word == "result":
-            try:
-                data = json.loads(rest)
-            except ValueError:
-                continue
-            streamed[data["device"]] = data
+            current = value
+        elif word == "result" and isinstance(value, dict):
+            streamed[value["device"]] = value
             current = None
     return streamed, imported, current
 
@@ -183,14 +194,17 @@ def _cause(returncode: int | None, stderr: str, limit: float | None, bounded: bo
 
 
 def _run_once(python: Path, job: dict, limits: tuple[float, float],
-              env: dict[str, str]) -> _Run:
+              env: dict[str, str], watch: Watch | None = None) -> _Run:
     timeout, import_timeout = limits
     bound = import_timeout + timeout * (len(job["devices"]) + 2)
 
     def progress(line: str) -> float | None:
         """Each progress mark restarts the clock for the phase it begins."""
-        if not line.startswith(MARK):
+        mark = parse_mark(line)
+        if mark is None:
             return None
+        if watch is not None:
+            watch(*mark)
         return 2 * timeout if line.endswith("start multi-replica") else timeout
 
     done = processes.run([str(python), str(RUNNER), json.dumps(job)], timeout=import_timeout,
@@ -229,7 +243,7 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
               logical_cpus: int = 0, multi_replica: bool,
               replica_devices: list[str] | None = None, env: dict[str, str] | None = None,
               import_timeout: float = 120.0, steps: int = 12, batch: int = 32,
-              seed: int = 0) -> SmokeResult:
+              seed: int = 0, watch: Watch | None = None) -> SmokeResult:
     """Smoke-test ``devices`` ("cpu:0", "gpu:1", ...) with the env interpreter ``python``.
 
     ``timeout`` bounds one device's fit, ``import_timeout`` starting the interpreter and
@@ -237,7 +251,8 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
     into that many devices (TensorFlow, JAX); naming cpu:N implies at least N + 1. The
     multi-replica check runs over ``replica_devices`` (default: all ``devices``) when
     ``multi_replica`` and there are two or more. ``env`` is laid over envcheck's own
-    environment (e.g. ``{"CUDA_VISIBLE_DEVICES": "0"}``).
+    environment (e.g. ``{"CUDA_VISIBLE_DEVICES": "0"}``). ``watch`` hears the runner's marks
+    as they come (``parse_mark``), and ("alone", DEVICE or "multi-replica") before a rerun.
 
     If the framework cannot be imported, ``error`` says why and ``devices`` is empty:
     nothing ran. Otherwise there is one DeviceResult per device, in order.
@@ -246,8 +261,9 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
     env_vars = runner_env(python, env)
     job = {"backend": backend, "devices": list(devices), "logical_cpus": logical_cpus,
            "steps": steps, "batch": batch, "seed": seed, "multi_replica": multi_replica,
-           "replica_devices": list(replica_devices) if replica_devices else None}
-    whole = _run_once(python, job, (timeout, import_timeout), env_vars)
+           "replica_devices": list(replica_devices) if replica_devices else None,
+           "multi_timeout": 1.5 * timeout}  # the runner answers before its phase's 2 x timeout
+    whole = _run_once(python, job, (timeout, import_timeout), env_vars, watch)
     runs = [f"all devices: {whole.cause or 'finished'}"]
     if whole.cause is None:
         return _from_document(whole, time.perf_counter() - started, runs)
@@ -256,11 +272,12 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
         return SmokeResult(build={}, gpus_seen=None, devices=[], multi_replica=None,
                            error=cause, stderr_tail=_tail(whole.stderr),
                            wall_s=time.perf_counter() - started, runs=runs)
-    return _isolate(python, job, whole, (timeout, import_timeout), env_vars, started, runs)
+    return _isolate(python, job, whole, (timeout, import_timeout), env_vars, started, runs, watch)
 
 
 def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
-             env: dict[str, str], started: float, runs: list[str]) -> SmokeResult:
+             env: dict[str, str], started: float, runs: list[str],
+             watch: Watch | None) -> SmokeResult:
     """Step 2 of the module docstring: rerun, each alone, the devices ``whole`` lost."""
     results: dict[str, DeviceResult] = {}
     build, gpus_seen = whole.build, whole.gpus_seen
@@ -269,8 +286,10 @@ def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
         if device in whole.streamed:
             results[device] = DeviceResult.from_json(whole.streamed[device])
             continue
+        if watch is not None:
+            watch("alone", device)
         alone = _run_once(python, dict(job, devices=[device], multi_replica=False), limits,
-                          env)
+                          env, watch)
         runs.append(f"{device} alone: {alone.cause or 'finished'}")
         tails += [f"[{device} alone: {alone.cause or 'finished'}]", _tail(alone.stderr)]
         doc = alone.document or {}
@@ -278,7 +297,7 @@ def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
             results[device] = DeviceResult.from_json(doc["devices"][0])
         else:
             results[device] = _failed(device, alone.cause or doc.get("error") or "no result")
-    multi = _multi_after_isolation(python, job, whole, results, limits, env, runs, tails)
+    multi = _multi_after_isolation(python, job, whole, results, limits, env, runs, tails, watch)
     devices = [results[d] for d in job["devices"]]
     error = None
     if all(d.status == "pass" for d in devices) and whole.current != "multi-replica":
@@ -293,7 +312,7 @@ def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
 def _multi_after_isolation(python: Path, job: dict, whole: _Run,
                            results: dict[str, DeviceResult], limits: tuple[float, float],
                            env: dict[str, str], runs: list[str],
-                           tails: list[str]) -> MultiReplica | None:
+                           tails: list[str], watch: Watch | None) -> MultiReplica | None:
     replicas = job["replica_devices"] or job["devices"]
     if not job["multi_replica"] or len(replicas) < 2:
         return None
@@ -304,7 +323,9 @@ def _multi_after_isolation(python: Path, job: dict, whole: _Run,
     if whole.current == "multi-replica":
         return MultiReplica(status="fail", detail=f"{whole.cause} during the multi-replica "
                             "check; every device passed alone")
-    alone = _run_once(python, dict(job, per_device=False), limits, env)
+    if watch is not None:
+        watch("alone", "multi-replica")
+    alone = _run_once(python, dict(job, per_device=False), limits, env, watch)
     runs.append(f"multi-replica alone: {alone.cause or 'finished'}")
     tails += [f"[multi-replica alone: {alone.cause or 'finished'}]", _tail(alone.stderr)]
     multi = (alone.document or {}).get("multi_replica")

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import frameworks
 from ..envs import manifest as mf
+from ..progress import SILENT, Progress
 from . import DEFAULT_TIMEOUT
 from .devices import Device, DeviceSpec, check_known, parse_devices, runner_name
 from .reports import Check, Report, fingerprint, verdict_of
@@ -34,6 +35,7 @@ class _Ctx:
     listing: bool = False  # the framework listed its devices, no fit (--no-smoke on a GPU host)
     log_dir: Path | None = None  # where a failing runner's output is kept
     log: str | None = None
+    progress: Progress = SILENT
 
     @property
     def gpu_env(self) -> bool:
@@ -105,20 +107,33 @@ def _libraries(ctx: _Ctx) -> Check:
     if not libraries:
         return Check("libraries", "skip", "no system libraries needed by this preset")
     missing = [name for name, error in load_errors(ctx.info.python, libraries, timeout=ctx.timeout).items() if error]
+    from .. import processes
+
+    wheels = processes.wheel_library_dirs(ctx.info.path)
     where = f"LD_LIBRARY_PATH={os.environ.get('LD_LIBRARY_PATH', '')!r} and the ldconfig cache"
+    if wheels:
+        where = f"the env's CUDA wheels ({len(wheels)} lib folders), {where}"
     if not missing:
         return Check("libraries", "pass", f"all {len(libraries)} CUDA/cuDNN libraries load", where)
     return Check("libraries", "fail", f"{len(missing)} of {len(libraries)} libraries missing: {', '.join(missing)}",
                  f"looked in {where}",
                  libraries_fix(ctx.info.preset.get("cuda"), ctx.info.preset.get("cudnn"),
-                               ctx.build.framework if ctx.build else None))
+                               ctx.build.framework if ctx.build else None, ctx.info.preset.get("name")))
 
 
-def libraries_fix(cuda: str | None, cudnn: str | None, framework: str | None) -> str:
-    """Install the system CUDA libraries, or use a preset of the framework that needs none."""
+def libraries_fix(cuda: str | None, cudnn: str | None, framework: str | None, own: str | None = None) -> str:
+    """Install the system CUDA libraries, or use a built-in preset of the framework whose CUDA
+    comes from pip wheels (the first two, the env's own preset left out)."""
+    from ..envs.presets import builtin_dir, load_preset_file
+
     fix = f"install CUDA {cuda} and cuDNN {cudnn} and add their lib folders to LD_LIBRARY_PATH"
-    wheel_presets = frameworks.get(framework).gpu_presets[:1] if framework else ()
-    return fix + "".join(f" (or use the {p} preset, whose CUDA comes from pip)" for p in wheel_presets)
+    wheel_presets = []
+    for name in frameworks.get(framework).gpu_presets if framework else ():
+        path = builtin_dir() / f"{name}.toml"
+        preset = load_preset_file(path, "builtin") if path.is_file() and name != own else None
+        if preset is not None and (preset.wheel_libraries or not preset.libraries):
+            wheel_presets.append(name)
+    return fix + "".join(f" (or use the {p} preset, whose CUDA comes from pip)" for p in wheel_presets[:2])
 
 
 def _plan_devices(ctx: _Ctx) -> None:
@@ -154,13 +169,32 @@ def _run_smoke(ctx: _Ctx) -> None:
     replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
     backend = frameworks.get(ctx.build.framework).smoke_backend if ctx.build else "auto"
     # Keras writes keras.json into $KERAS_HOME (default ~/.keras): keep the user's home untouched.
+    ctx.progress.phase(f"starting {ctx.build.framework if ctx.build else 'the framework'} for the "
+                       f"smoke fit on {', '.join(names.values())}")
     with processes.temporary_directory("envcheck-keras-") as keras_home:
         result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
                            import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
                            multi_replica=bool(replicas), replica_devices=replicas or None,
-                           env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "KERAS_HOME": str(keras_home)})
+                           env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "KERAS_HOME": str(keras_home)},
+                           watch=_watch(ctx, names))
     ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
                                                 for d in result.devices])
+
+
+def _watch(ctx: _Ctx, names: dict[str, str]):
+    """The runner's marks as phases: each device as it starts and as it ends, named as the
+    user names it (GPUs by NVML index, not CUDA's)."""
+    def watch(word: str, value: Any) -> None:
+        if word in ("start", "alone"):
+            alone = ", alone" if word == "alone" else ""
+            ctx.progress.phase(f"{names.get(value, value)}: smoke fit{alone}")
+        elif word == "result" and isinstance(value, dict):
+            device = names.get(value.get("device"), value.get("device"))
+            if value.get("status") == "pass" and value.get("ms_per_step") is not None:
+                ctx.progress.phase(f"{device}: pass, {value['ms_per_step']:.2f} ms/step")
+            else:
+                ctx.progress.phase(f"{device}: fail, {_first_line(value.get('error') or '')[:120]}")
+    return watch
 
 
 def _diagnosis(stderr: str) -> tuple[str | None, str]:
@@ -182,6 +216,7 @@ def _list_devices(ctx: _Ctx) -> None:
     from .smoke import list_devices
 
     backend = frameworks.get(ctx.build.framework).smoke_backend
+    ctx.progress.phase(f"starting {ctx.build.framework} to list its devices")
     ctx.smoke_result = list_devices(ctx.info.python, backend=backend, timeout=ctx.timeout,
                                     env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
     ctx.listing = True
@@ -296,9 +331,14 @@ def _multi_passed(ctx: _Ctx, multi) -> Check:
     on_gpus = any(d.kind == "gpu" for d in ctx.devices)
     if not on_gpus:
         cores = os.cpu_count() or 1
-        return Check("multi-replica", "pass", what, f"logical CPU devices share this host's {cores} "
-                     "core(s), so they can't run faster than one: this checks that data parallelism "
-                     "works (the batch is split, the replicas agree), not its speed. " + multi.detail)
+        framework = frameworks.get(ctx.build.framework) if ctx.build else None
+        if framework is not None and framework.batch_rule == "per-device":
+            who, how = "the CPU processes", "each process trains on its own batch, gradients are averaged"
+        else:
+            who, how = "logical CPU devices", "the batch is split"
+        return Check("multi-replica", "pass", what, f"{who} share this host's {cores} core(s), so they "
+                     "can't run faster than one: this checks that data parallelism works "
+                     f"({how}, the replicas agree), not its speed. " + multi.detail)
     if eff * multi.replicas < 1:
         return Check("multi-replica", "warn", what + f": {multi.replicas} GPUs train slower than one",
                      multi.detail, "check how the GPUs are connected (`nvidia-smi topo -m`) and rerun "
@@ -321,20 +361,25 @@ def _speedup(ctx: _Ctx) -> tuple[Check, dict | None]:
 
 
 def _devices_json(ctx: _Ctx) -> list[dict[str, Any]]:
+    from .smoke import DeviceResult
+
     rows = [asdict(d) for d in (ctx.smoke_result.devices if ctx.smoke_result else [])]
-    rows += [{"device": d, "status": "skip", "ms_per_step": None, "loss_first": None, "loss_last": None,
-              "placed_on": None, "error": why} for d, why in ctx.skipped.items()]
+    rows += [asdict(DeviceResult(d, "skip", error=why)) for d, why in ctx.skipped.items()]
     return rows
 
 
 def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
-             timeout: float = DEFAULT_TIMEOUT, log_dir: Path | None = None) -> Report:
+             timeout: float = DEFAULT_TIMEOUT, log_dir: Path | None = None,
+             progress: Progress = SILENT) -> Report:
     """Run every check for one env (``info`` from the store) against ``host`` (a probe).
-    A GPU in ``devices`` that this host can't use is a UsageError before any work."""
+    A GPU in ``devices`` that this host can't use is a UsageError before any work.
+    ``progress`` hears the checks, then each device's smoke fit as it starts and ends."""
     started = time.perf_counter()
     spec = parse_devices(devices)
     check_known(spec, host)
-    ctx = _Ctx(info, host, spec, smoke, timeout, log_dir=log_dir)
+    ctx = _Ctx(info, host, spec, smoke, timeout, log_dir=log_dir, progress=progress)
+    progress.start(f"env {info.name}", f"validating env {info.name}")
+    progress.phase("checking host, compat, integrity, libraries")
     compat = _compat(ctx)
     checks = [_host(ctx), compat, _integrity(ctx), _libraries(ctx)]
     depth = "quick"
@@ -352,6 +397,7 @@ def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
         ctx.gpus_usable = 0  # GPUs count only once the framework itself has seen them
     checks += [sees, _smoke_check(ctx), _multi(ctx), speedup_check]
     result = ctx.smoke_result
+    progress.done(verdict_of(checks))
     return Report(env=info.name, verdict=verdict_of(checks), checks=checks, devices=_devices_json(ctx),
                   multi_replica=asdict(result.multi_replica) if result and result.multi_replica else None,
                   speedup=speedup, build=result.build if result else {},

@@ -7,7 +7,11 @@
  *   FAKE_NVML_NVML_VERSION  NVML version string                (default "12.550.54.15")
  *   FAKE_NVML_GPUS          GPUs separated by ';', each "NAME,CC,MEMORY_MIB[,key=value...]"
  *                           keys: uuid=GPU-..., pci=00000000:3B:00.0, free=MIB,
- *                           mig=0|1|na, persist=0|1|na (na = NVML_ERROR_NOT_SUPPORTED)
+ *                           mig=0|1|na, persist=0|1|na (na = NVML_ERROR_NOT_SUPPORTED),
+ *                           health (each =na for NOT_SUPPORTED on this GPU): util=GPU/MEM
+ *                           percent, temp=C, power=MW, plimit=MW (milliwatts), ecc=VOL/AGG
+ *                           uncorrected errors, procs=PID:MIB[:NAME]+... running compute
+ *                           processes (NAME answers nvmlSystemGetProcessName; none: NOT_FOUND)
  *   FAKE_NVML_INIT_ERROR    nvmlReturn_t code returned by nvmlInit_v2 / nvmlInitWithFlags
  *   FAKE_NVML_ERROR_<fn>    "CODE" (every call of fn) or "CODE:I,J" (only for GPUs I and J)
  *   FAKE_NVML_TRACE         a file; the name of every function called is appended to it
@@ -37,7 +41,7 @@ typedef struct {
     char busId[32];
 } nvmlPciInfo_t;
 
-enum { MAX_GPUS = 64, MAX_MIG = 7, NA = -1 };
+enum { MAX_GPUS = 64, MAX_MIG = 7, MAX_PROCS = 16, NA = -1 };
 
 struct fake_device {
     int index;              /* index of the physical GPU */
@@ -48,15 +52,54 @@ struct fake_device {
     int cc_major, cc_minor;
     unsigned long long total_mib, free_mib;
     int mig, persist;       /* 0, 1 or NA */
+    int util_gpu, util_mem, temp, power_mw, plimit_mw; /* or NA */
+    long long ecc_volatile, ecc_aggregate;              /* or NA */
+    int nprocs;             /* NA: the process query is not supported */
+    unsigned int proc_pid[MAX_PROCS];
+    unsigned long long proc_mib[MAX_PROCS];
+};
+
+struct process_name {
+    unsigned int pid;
+    char name[128];
 };
 
 static struct fake_device gpus[MAX_GPUS];
 static struct fake_device migs[MAX_GPUS];
 static int gpu_count;
+static struct process_name names[MAX_GPUS * MAX_PROCS];
+static int name_count;
 static int init_count;
 static int loaded;
 
 static int na_or_int(const char *v) { return strcmp(v, "na") == 0 ? NA : atoi(v); }
+
+/* "A/B" into two ints, or both NA for "na". */
+static void pair(const char *v, int *a, int *b)
+{
+    *a = *b = NA;
+    if (strcmp(v, "na") != 0) sscanf(v, "%d/%d", a, b);
+}
+
+/* procs=PID:MIB[:NAME]+PID:MIB[:NAME]... */
+static void parse_procs(struct fake_device *d, const char *v)
+{
+    if (strcmp(v, "na") == 0) { d->nprocs = NA; return; }
+    char *copy = strdup(v);
+    char *save = NULL;
+    for (char *p = strtok_r(copy, "+", &save); p && d->nprocs < MAX_PROCS; p = strtok_r(NULL, "+", &save)) {
+        char name[128] = "";
+        if (sscanf(p, "%u:%llu:%127[^\n]", &d->proc_pid[d->nprocs], &d->proc_mib[d->nprocs], name) < 2)
+            continue;
+        if (*name && name_count < MAX_GPUS * MAX_PROCS) {
+            names[name_count].pid = d->proc_pid[d->nprocs];
+            snprintf(names[name_count].name, sizeof names[name_count].name, "%s", name);
+            name_count++;
+        }
+        d->nprocs++;
+    }
+    free(copy);
+}
 
 static void parse_gpu(char *spec, int i)
 {
@@ -67,6 +110,9 @@ static void parse_gpu(char *spec, int i)
     d->index = i;
     d->mig = NA;
     d->persist = 1;
+    d->temp = 40;
+    d->power_mw = 60000;
+    d->plimit_mw = 300000;
     snprintf(d->name, sizeof d->name, "%s", field ? field : "NVIDIA Fake GPU");
     snprintf(d->uuid, sizeof d->uuid, "GPU-fa4e0000-0000-0000-0000-%012d", i);
     snprintf(d->pci, sizeof d->pci, "00000000:%02X:00.0", 0x10 + i);
@@ -85,6 +131,17 @@ static void parse_gpu(char *spec, int i)
         else if (!strcmp(field, "free")) d->free_mib = strtoull(v, NULL, 10);
         else if (!strcmp(field, "mig")) d->mig = na_or_int(v);
         else if (!strcmp(field, "persist")) d->persist = na_or_int(v);
+        else if (!strcmp(field, "util")) pair(v, &d->util_gpu, &d->util_mem);
+        else if (!strcmp(field, "temp")) d->temp = na_or_int(v);
+        else if (!strcmp(field, "power")) d->power_mw = na_or_int(v);
+        else if (!strcmp(field, "plimit")) d->plimit_mw = na_or_int(v);
+        else if (!strcmp(field, "procs")) parse_procs(d, v);
+        else if (!strcmp(field, "ecc")) {
+            int vol, agg;
+            pair(v, &vol, &agg);
+            d->ecc_volatile = vol;
+            d->ecc_aggregate = agg;
+        }
     }
     migs[i] = *d;
     migs[i].is_mig = 1;
@@ -380,5 +437,102 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
     if (device->mig != 1 || index != 0) return 6; /* NVML_ERROR_NOT_FOUND */
     *mig = &migs[device->index];
     return 0;
+}
+#endif
+
+/* -- health: read only by `envcheck doctor --markdown` ------------------------------------ */
+
+typedef struct {
+    unsigned int gpu, memory;
+} nvmlUtilization_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_v3_t;
+
+#ifndef OMIT_nvmlDeviceGetUtilizationRates
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *util)
+{
+    ENTER_DEVICE(device);
+    if (device->util_gpu == NA) return 3;
+    util->gpu = (unsigned int)device->util_gpu;
+    util->memory = (unsigned int)device->util_mem;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetTemperature
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int *temp)
+{
+    ENTER_DEVICE(device);
+    if (sensor != 0) return 2; /* only NVML_TEMPERATURE_GPU */
+    if (device->temp == NA) return 3;
+    *temp = (unsigned int)device->temp;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetPowerUsage
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *mw)
+{
+    ENTER_DEVICE(device);
+    if (device->power_mw == NA) return 3;
+    *mw = (unsigned int)device->power_mw;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetEnforcedPowerLimit
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *mw)
+{
+    ENTER_DEVICE(device);
+    if (device->plimit_mw == NA) return 3;
+    *mw = (unsigned int)device->plimit_mw;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetTotalEccErrors
+/* errorType 1 = uncorrected (the only one faked); counterType 0 = volatile, 1 = aggregate. */
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, int counter_type,
+                                         unsigned long long *count)
+{
+    ENTER_DEVICE(device);
+    if (error_type != 1 || counter_type < 0 || counter_type > 1) return 2;
+    long long value = counter_type == 0 ? device->ecc_volatile : device->ecc_aggregate;
+    if (value == NA) return 3;
+    *count = (unsigned long long)value;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetComputeRunningProcesses_v3
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                                     nvmlProcessInfo_v3_t *infos)
+{
+    ENTER_DEVICE(device);
+    if (device->nprocs == NA) return 3;
+    unsigned int n = (unsigned int)device->nprocs;
+    if (n == 0) { *count = 0; return 0; }
+    if (!infos || *count < n) { *count = n; return 7; } /* NVML_ERROR_INSUFFICIENT_SIZE */
+    for (unsigned int i = 0; i < n; i++) {
+        memset(&infos[i], 0, sizeof infos[i]);
+        infos[i].pid = device->proc_pid[i];
+        infos[i].usedGpuMemory = device->proc_mib[i] << 20;
+    }
+    *count = n;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlSystemGetProcessName
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+    ENTER(-1);
+    for (int i = 0; i < name_count; i++)
+        if (names[i].pid == pid) return copy_string(names[i].name, name, length);
+    return 6; /* NVML_ERROR_NOT_FOUND */
 }
 #endif

@@ -1,0 +1,175 @@
+"""`report` (and `doctor --html`) for people: text, and one self-contained HTML page.
+
+The page is ``templates/report.html.j2`` rendered by jinja2 with autoescaping on, so every
+value that came from outside envcheck (package names, GPU names, a framework's error lines)
+shows as text and can't add markup. It loads nothing: no script runs (the CSP forbids it),
+styles are inline, the charts are SVG drawn here, and the result's JSON document
+(``envcheck.reports/1``) is embedded in a ``<script type="application/json">`` block through
+jinja2's ``tojson``, which escapes ``<``, ``>``, ``&`` and ``'`` so the data can't end it.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import OperationError, UsageError
+from .render import text
+from .views import host_line, report_lines
+
+CHANGED = {"packages": "installed packages", "python": "Python version", "env_state": "env state",
+           "interpreter": "the env's interpreter", "driver_version": "NVIDIA driver",
+           "gpu_uuids": "GPUs", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES",
+           "cuda_device_order": "CUDA_DEVICE_ORDER"}
+BASELINE = "cpu:0"  # the device speedups are measured against
+LABEL_W, PLOT_W, TEXT_W, ROW_H, BAR_H = 80, 360, 220, 26, 18  # chart geometry, px
+_PATH_ERRORS = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS,
+                errno.ENAMETOOLONG}
+
+
+# -- text -------------------------------------------------------------------------------------
+
+@text("envcheck.usecases.report:StoredReports")
+def stored_reports(result) -> str:
+    lines = [f"host: {host_line(result.host)}"]
+    for env in result.envs:
+        lines.append("")
+        if env.report is None:
+            lines.append(f"env {env.name}: no stored report ({env.missing}); "
+                         f"fix: envcheck validate {env.name}")
+            continue
+        body = report_lines(env.report)
+        lines += body[:1] + [f"  {provenance(env.to_json())}"] + body[1:]
+    return "\n".join(lines)
+
+
+def provenance(env: dict[str, Any]) -> str:
+    """When the report was made, how deep it went, and whether it still holds."""
+    report = env["report"]
+    line = f"validated {report['created']} ({report['depth']}, {report['wall_s']:.1f} s); "
+    if env["current"]:
+        return line + "nothing it depends on changed since"
+    changed = ", ".join(CHANGED.get(key, key) for key in env["changed"])
+    return line + f"out of date: {changed} changed since; fix: envcheck validate {env['name']}"
+
+
+# -- HTML -------------------------------------------------------------------------------------
+
+def html_page(result) -> str:
+    """The whole page: the result's JSON document, and the tables and charts made from it."""
+    doc = result.to_json()
+    return _template().render(doc=doc, host=doc["host"], envs=[_env_view(e) for e in doc["envs"]],
+                              provenance=provenance)
+
+
+def write_html(path: Path, result) -> None:
+    """Write the page atomically: a temporary file beside ``path``, then ``os.replace``; a
+    failure leaves ``path`` as it was."""
+    page = html_page(result).encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(page)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        error = UsageError if exc.errno in _PATH_ERRORS else OperationError
+        raise error(f"can't write {path}: {exc.strerror or exc}",
+                    "name a file in a folder you can write to") from None
+
+
+@lru_cache(maxsize=1)
+def _template():
+    import jinja2
+
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("envcheck.cli", "templates"),
+                                     autoescape=True, undefined=jinja2.StrictUndefined,
+                                     trim_blocks=True, lstrip_blocks=True)
+    return environment.get_template("report.html.j2")
+
+
+def _env_view(env: dict[str, Any]) -> dict[str, Any]:
+    report = env["report"]
+    if report is None:
+        return {"env": env, "report": None}
+    speedup = report["speedup"]
+    return {"env": env, "report": report, "build": _build_line(report["build"]),
+            "rows": [_device_row(d, speedup) for d in report["devices"]],
+            "chart": _chart(report["devices"], speedup), "multi": _multi(report["multi_replica"])}
+
+
+def _build_line(build: dict[str, Any]) -> str:
+    parts = [f"{build.get('framework', '')} {build.get('version', '')}".strip()]
+    for key, label in (("cuda_version", "CUDA"), ("cudnn_version", "cuDNN"), ("keras_backend", "Keras on")):
+        if build.get(key):
+            parts.append(f"{label} {build[key]}")
+    return ", ".join(p for p in parts if p)
+
+
+def _ratio(device: str, speedup: dict[str, Any] | None) -> float | None:
+    """The stored speedup of ``device`` over the CPU (the CPU itself: 1)."""
+    if not speedup:
+        return None
+    return 1.0 if device == BASELINE else speedup["gpu_over_cpu"].get(device)
+
+
+def _device_row(d: dict[str, Any], speedup: dict[str, Any] | None) -> dict[str, Any]:
+    ratio = _ratio(d["device"], speedup)
+    cell = "-" if ratio is None else f"{ratio:.2f}×" + (" (baseline)" if d["device"] == BASELINE else "")
+    loss = "-" if d["loss_first"] is None or d["loss_last"] is None else \
+        f"{d['loss_first']:.4f} → {d['loss_last']:.4f}"
+    error = [ln.strip() for ln in (d["error"] or "").splitlines() if ln.strip()]
+    note = error[-1] if error else (f"on {d['placed_on']}" if d["placed_on"] else "")
+    return {"device": d["device"], "status": d["status"],
+            "ms": "-" if d["ms_per_step"] is None else f"{d['ms_per_step']:.2f}",
+            "speedup": cell, "loss": loss, "cudnn": _cudnn(d["cudnn"]), "note": note,
+            "error": d["error"] if len(error) > 1 else None}
+
+
+def _cudnn(facts: dict[str, Any] | None) -> str:
+    if not facts:
+        return "-"
+    if not facts.get("available"):
+        return "not available"
+    state = "used" if facts.get("enabled") and facts.get("is_acceptable") else "not used"
+    return f"{facts.get('version') or '?'} ({state})"
+
+
+def _chart(devices: list[dict[str, Any]], speedup: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Horizontal bars of ms/step, one per device that trained, to one linear scale."""
+    timed = [d for d in devices if d["status"] == "pass" and d["ms_per_step"]]
+    if not timed:
+        return None
+    longest = max(d["ms_per_step"] for d in timed)
+    bars = []
+    for i, d in enumerate(timed):
+        ms, ratio = d["ms_per_step"], _ratio(d["device"], speedup)
+        width = round(ms / longest * PLOT_W, 3)
+        label = f"{ms:.2f} ms/step" + ("" if ratio is None else f", {ratio:.2f}× {BASELINE}")
+        bars.append({"device": d["device"], "ms": ms, "width": width, "y": i * ROW_H,
+                     "label": label, "text_x": LABEL_W + width + 6})
+    return {"bars": bars, "width": LABEL_W + PLOT_W + TEXT_W, "height": len(bars) * ROW_H,
+            "label_w": LABEL_W, "bar_h": BAR_H}
+
+
+def _multi(multi: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The data-parallel check, and a meter of its scaling efficiency against 1.0 (ideal)."""
+    if multi is None:
+        return None
+    eff = multi["scaling_efficiency"]
+    view = {"multi": multi, "meter": None}
+    if eff is not None:
+        scale = max(1.0, eff)
+        view["meter"] = {"width": round(eff / scale * PLOT_W, 3), "ideal_x": LABEL_W + PLOT_W / scale,
+                         "label_w": LABEL_W, "bar_h": BAR_H, "text_x": LABEL_W + PLOT_W + 6,
+                         "svg_width": LABEL_W + PLOT_W + TEXT_W, "label": f"{eff:.2f} of ideal"}
+    return view

@@ -1,0 +1,88 @@
+"""`doctor --markdown`: the doctor's findings plus what a bug thread asks first (envcheck's
+version, the OS, Python, each GPU's health, every env and its last verdict), as one result,
+the way ``python -m torch.utils.collect_env`` is pasted into issues.
+
+Nothing private goes in: no paths (they carry user names), no process arguments, no index
+URLs; env names, package versions and GPU facts only.
+"""
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from ..results import Result
+from .doctor import Diagnosis, doctor
+
+
+@dataclass
+class EnvVerdict:
+    """One env as the report shows it: its state, framework and last stored validation."""
+
+    name: str
+    state: str
+    frameworks: list[str] = field(default_factory=list)  # "tensorflow 2.21.0"
+    python: str | None = None
+    verdict: str | None = None  # None: never validated (or its report is unreadable)
+    depth: str | None = None
+    validated: str | None = None  # when
+
+
+@dataclass
+class BugReport(Result):
+    schema: ClassVar[str] = "envcheck.bugreport/1"
+    system: dict[str, str]
+    diagnosis: Diagnosis
+    envs: list[EnvVerdict] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return self.diagnosis.exit_code
+
+    def body(self) -> dict[str, Any]:
+        return {"system": self.system, "envs": [asdict(e) for e in self.envs],
+                "doctor": self.diagnosis.to_json()}
+
+
+def system_facts() -> dict[str, str]:
+    """envcheck's version, the OS (distribution and kernel) and the Python running envcheck."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        envcheck = version("envcheck")
+    except PackageNotFoundError:
+        envcheck = "unknown (not installed as a distribution)"
+    try:
+        distro = platform.freedesktop_os_release().get("PRETTY_NAME", "")
+    except OSError:
+        distro = ""
+    kernel = f"{platform.system()} {platform.release()} {platform.machine()}"
+    return {"envcheck": envcheck, "os": f"{distro} ({kernel})" if distro else kernel,
+            "python": f"{platform.python_version()} ({platform.python_implementation()}, "
+                      f"{64 if sys.maxsize > 2**32 else 32}-bit)"}
+
+
+def _env_verdicts(session) -> list[EnvVerdict]:
+    from .. import frameworks as registry
+    from ..validation.reports import load_report
+
+    out = []
+    for info in session.store.list():
+        stored = load_report(session.home, info.name) if info.state == "ready" else None
+        dists = {d for fw in registry.detect(info.packages) for d in registry.get(fw).distributions}
+        frameworks = [f"{name} {version}" for name, version in info.packages.items() if name in dists]
+        out.append(EnvVerdict(info.name, info.state, frameworks,
+                              info.manifest.get("python", {}).get("version"),
+                              stored and stored["verdict"], stored and stored.get("depth"),
+                              stored and stored["created"]))
+    return out
+
+
+def bug_report(session, *, smoke: bool = True, timeout: float | None = None,
+               framework: str | None = None) -> BugReport:
+    """Run the doctor with GPU health read in its one NVML session; then every env's verdict
+    (the selected env's is the one the doctor has just stored)."""
+    session.want_health()
+    diagnosis = doctor(session, smoke=smoke, timeout=timeout, framework=framework)
+    return BugReport(system_facts(), diagnosis, _env_verdicts(session))
