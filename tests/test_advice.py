@@ -31,8 +31,11 @@ def test_hints_name_existing_presets_of_the_asked_framework(home, wheelhouse, fa
     make_env(home, wheelhouse, "tf", "tensorflow-cpu==2.21.0")
     env = fake_nvml.env([A100], ENVCHECK_HOME=str(home))
     r = envcheck(env, "select", "--framework", "torch")
-    assert r.code == 1 and "tensorflow" not in r.err.split("create one:")[1]
-    assert "PyTorch" in r.err
+    hint = r.err.split("create one:")[1]
+    assert r.code == 1 and "tensorflow" not in hint
+    # the CPU preset, and the GPU one this host's A100 and driver can run
+    assert "envcheck env create pytorch-cpu --preset pytorch-cpu" in hint
+    assert "for this host's GPUs: envcheck env create pytorch-cuda12 --preset pytorch-cuda12" in hint
 
 
 def test_a_cpu_only_build_ranks_above_a_gpu_build_that_cant_use_a_gpu(home, wheelhouse, fake_nvml, tmp_path):

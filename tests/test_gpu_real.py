@@ -111,16 +111,15 @@ def test_visibility_agrees_with_a_cuda_process() -> None:
     assert json.loads(proc.stdout) == [last.name]
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax"])
-def test_keras3_smoke_trains_on_the_gpu(backend):
-    """The smoke runner on a real GPU, with Keras 3 on PyTorch or JAX (what a GPU machine has)."""
-    if importlib.util.find_spec("keras") is None or importlib.util.find_spec(backend) is None:
-        pytest.skip(f"keras and {backend} are needed in this interpreter")
+def test_keras3_smoke_trains_on_the_gpu():
+    """The smoke runner on a real GPU, with Keras 3 on JAX (what a GPU machine has)."""
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec("jax") is None:
+        pytest.skip("keras and jax are needed in this interpreter")
     from pathlib import Path
 
     from envcheck.validation.smoke import run_smoke
 
-    result = run_smoke(Path(sys.executable), ["cpu:0", "gpu:0"], backend=backend, timeout=300,
+    result = run_smoke(Path(sys.executable), ["cpu:0", "gpu:0"], backend="jax", timeout=300,
                        multi_replica=False)
     assert result.error is None, result.stderr_tail
     devices = {d.device: d for d in result.devices}
@@ -129,3 +128,86 @@ def test_keras3_smoke_trains_on_the_gpu(backend):
     assert gpu.ms_per_step > 0 and gpu.loss_last < gpu.loss_first
     assert re.search(r"cuda|gpu", gpu.placed_on or "", re.IGNORECASE), gpu.placed_on
     assert result.gpus_seen and result.gpus_seen >= 1
+
+
+def _needs_torch() -> None:
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed here")
+
+
+def test_native_torch_smoke_trains_on_the_gpu_and_gives_its_memory_back():
+    """Native PyTorch on gpu:0: placed there, loss falling, cuDNN used by a convolution, and
+    the caching allocator back to where it was once the fit is over."""
+    _needs_torch()
+    from pathlib import Path
+
+    from envcheck.validation.smoke import run_smoke
+
+    result = run_smoke(Path(sys.executable), ["cpu:0", "gpu:0"], backend="torch", timeout=300,
+                       multi_replica=False)
+
+    assert result.error is None, result.stderr_tail
+    build = result.build
+    assert build["framework"] == "torch" and build["cuda_version"] and build["cuda_available"]
+    assert build["cudnn_version"] and build["arch_list"]
+    assert result.gpus_seen >= 1
+    cpu, gpu = result.devices
+    assert cpu.status == "pass" and cpu.cudnn is None, cpu.error
+    assert gpu.status == "pass", gpu.error
+    assert gpu.placed_on == "gpu:0"
+    assert gpu.ms_per_step > 0 and gpu.loss_last < gpu.loss_first
+    assert gpu.cudnn["enabled"] and gpu.cudnn["is_acceptable"], gpu.cudnn
+    assert gpu.cudnn["version"] == build["cudnn_version"]
+    memory = gpu.memory
+    assert memory["weights_freed"] and memory["returned"], memory
+    assert memory["after_bytes"] <= memory["baseline_bytes"] < memory["peak_bytes"]
+
+
+def _runner():
+    """The smoke runner as a module (its DDP parts, for a one-GPU machine)."""
+    import importlib.util as util
+
+    from envcheck.validation.smoke import RUNNER
+
+    spec = util.spec_from_file_location("envcheck_smoke_runner", RUNNER)
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_native_torch_ddp_over_nccl_on_every_gpu():
+    """DistributedDataParallel over nccl, one process per GPU (two GPUs or more)."""
+    _needs_torch()
+    count = _real_gpu_count()
+    if count < 2:
+        pytest.skip(f"DDP over several GPUs needs 2 or more; this machine has {count}")
+    from pathlib import Path
+
+    from envcheck.validation.smoke import run_smoke
+
+    devices = [f"gpu:{i}" for i in range(count)]
+    result = run_smoke(Path(sys.executable), devices, backend="torch", timeout=300,
+                       multi_replica=True, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+
+    assert result.ok, (result.multi_replica, result.stderr_tail[-3000:])
+    multi = result.multi_replica
+    assert (multi.replicas, multi.global_batch) == (count, 32 * count)
+    assert multi.detail.startswith(f"DistributedDataParallel over nccl, {count} processes;")
+    assert multi.scaling_efficiency > 0 and multi.samples_per_s > 0
+
+
+def test_native_torch_ddp_one_rank_over_nccl_on_gpu0():
+    """On any GPU machine, one GPU included: the runner's DDP process over nccl on gpu:0
+    joins its process group, trains, and answers."""
+    _needs_torch()
+    runner = _runner()
+    job = {"steps": 12, "batch": 32, "seed": 0, "multi_timeout": 240.0}
+
+    ranks, waited = runner.run_ranks(["gpu:0"], "nccl", job, 0)
+
+    [rank] = ranks
+    assert rank.answered, (rank.code, rank.phase, rank.result)
+    verdict = runner.ddp_verdict(["gpu:0"], ranks, waited, None, job, "one rank")
+    assert verdict["status"] == "pass", verdict["detail"]
+    assert rank.result["placed_on"] == "gpu:0" and rank.result["sizes"] == [32] * 12
+    assert rank.result["loss_last"] < rank.result["loss_first"]

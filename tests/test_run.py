@@ -191,7 +191,8 @@ def test_gpus_with_auto_selects_a_gpu_env(run, home):
 
 
 def test_batch_rule_comes_from_the_framework(fake_nvml, tmp_path, wheelhouse):
-    """PyTorch's data-parallel processes each take the whole batch: global = batch x GPUs."""
+    """PyTorch's data-parallel processes, one per GPU unless --nproc says otherwise, each take
+    the whole batch: global = batch x processes."""
     root = tmp_path / "home"
     (root / "presets").mkdir(parents=True)
     (root / "presets" / "pt.toml").write_text('title = "torch stand-in"\nkind = "cpu"\n'
@@ -201,6 +202,14 @@ def test_batch_rule_comes_from_the_framework(fake_nvml, tmp_path, wheelhouse):
     assert fake_nvml.cli(env, "env", "create", "pt", "--preset", "pt", *offline(wheelhouse)).code == 0
     r = fake_nvml.cli(env, "run", "--env", "pt", "--gpus", "0,1", "--batch-size", "30", "--",
                       "python", "-c", REPORT)
-    environ = seen(r)["env"]
-    assert environ["ENVCHECK_GLOBAL_BATCH"] == "60" and environ["ENVCHECK_PER_GPU_BATCH"] == "30"
-    assert "TF_FORCE_GPU_ALLOW_GROWTH" not in environ and "each GPU's batch" in r.err
+    assert r.code == 0, r.err
+    ranks = sorted((json.loads(line)["env"] for line in r.out.splitlines()), key=lambda e: e["RANK"])
+    assert [(e["RANK"], e["LOCAL_RANK"], e["WORLD_SIZE"]) for e in ranks] == [("0", "0", "2"), ("1", "1", "2")]
+    for environ in ranks:
+        assert environ["ENVCHECK_GLOBAL_BATCH"] == "60" and environ["ENVCHECK_PER_GPU_BATCH"] == "30"
+        assert environ["CUDA_VISIBLE_DEVICES"] == "0,1" and "TF_FORCE_GPU_ALLOW_GROWTH" not in environ
+    assert "2 processes, one per GPU" in r.err and "each process's batch" in r.err
+    one = fake_nvml.cli(env, "run", "--env", "pt", "--gpus", "0,1", "--nproc", "1", "--batch-size", "30",
+                        "--", "python", "-c", REPORT)
+    environ = seen(one)["env"]
+    assert (environ["RANK"], environ["WORLD_SIZE"], environ["ENVCHECK_GLOBAL_BATCH"]) == ("0", "1", "30")

@@ -2,7 +2,8 @@
 
 Also a pytest plugin: the session-scoped ``wheelhouse`` fixture holds the stand-in packages
 the tests install (``alpha`` 1.0 and 2.0, ``beta`` needing alpha, stand-ins whose metadata
-say ``tensorflow``, ``tensorflow-cpu`` or ``torch``).
+say ``tensorflow``, ``tensorflow-cpu`` or ``torch``; torch 2.0.1 and 2.10.0 with the
+``nvidia-cuda-runtime-cu11/-cu12`` and ``nvidia-cudnn-cu11/-cu12`` wheels they require).
 """
 from __future__ import annotations
 
@@ -54,9 +55,28 @@ def wheelhouse(tmp_path_factory) -> Path:
                           ("torch", "2.13.0")):
         build_wheel(folder, name, version,
                     files={f"{name.replace('-', '_')}_standin/__init__.py": STANDIN.format(name=name)})
+    # PyPI's torch 2.0 / 2.10 name their CUDA runtime and cuDNN wheels at exact versions: the
+    # CUDA they were built with is read from these. (torch 2.13.0+cpu is in ``local_wheels``.)
+    for name, version, requires in (
+            ("torch", "2.0.1", ["nvidia-cuda-runtime-cu11==11.7.99", "nvidia-cudnn-cu11==8.5.0.96"]),
+            ("torch", "2.10.0", ["nvidia-cuda-runtime-cu12==12.8.90", "nvidia-cudnn-cu12==9.10.2.21"])):
+        build_wheel(folder, name, version, requires=requires,
+                    files={"torch_standin/__init__.py": STANDIN.format(name=name)})
+    for name, version in (("nvidia-cuda-runtime-cu11", "11.7.99"), ("nvidia-cudnn-cu11", "8.5.0.96"),
+                          ("nvidia-cuda-runtime-cu12", "12.8.90"), ("nvidia-cudnn-cu12", "9.10.2.21")):
+        build_wheel(folder, name, version)
     return folder
 
 
 def offline(wheelhouse: Path) -> list[str]:
     """The index options that make envcheck install from the wheelhouse only."""
     return ["--no-index", "--find-links", str(wheelhouse)]
+
+
+@pytest.fixture(scope="session")
+def local_wheels(tmp_path_factory) -> Path:
+    """A second find-links folder: ``torch`` 2.13.0+cpu, a local version. Not in ``wheelhouse``:
+    ``torch==2.13.0`` matches 2.13.0+cpu too (PEP 440), and both installers would take it."""
+    folder = tmp_path_factory.mktemp("local-wheels")
+    build_wheel(folder, "torch", "2.13.0+cpu", files={"torch_standin/__init__.py": STANDIN.format(name="torch")})
+    return folder

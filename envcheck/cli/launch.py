@@ -18,24 +18,32 @@ from ._common import pass_ctx
               help="the batch, by the env's framework's rule: TensorFlow's global batch (a multiple "
                    "of the GPU count), PyTorch's per-GPU batch (DDP); exported as "
                    "ENVCHECK_GLOBAL_BATCH and ENVCHECK_PER_GPU_BATCH")
+@click.option("--nproc", type=int, default=None, metavar="N",
+              help="start N processes the way torchrun does (RANK, LOCAL_RANK, WORLD_SIZE, "
+                   "MASTER_ADDR, MASTER_PORT); default: one per selected GPU for PyTorch, else 1")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @pass_ctx
-def run(ctx, env_name, gpus, batch_size, command):
-    """Run CMD with the env's interpreter first on PATH, GPU selection and memory growth.
+def run(ctx, env_name, gpus, batch_size, nproc, command):
+    """Run CMD in the env, on the chosen GPUs, with the framework's variables.
 
     CMD sees VIRTUAL_ENV, CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES from --gpus and
-    TF_FORCE_GPU_ALLOW_GROWTH=true. envcheck becomes CMD, so CMD's exit status is envcheck's
-    (killed by a signal: 128+signal in a shell). Exit 2 on bad usage (unknown GPU, a batch
-    that does not split over the GPUs), 1 when the env is not ready or none fits, 127 when CMD
-    is not found, 126 when it is not executable.
+    the env framework's settings (TensorFlow: TF_FORCE_GPU_ALLOW_GROWTH=true; PyTorch:
+    expandable allocator segments). One process: envcheck becomes CMD, so CMD's exit status is
+    envcheck's (killed by a signal: 128+signal in a shell). Several (--nproc, or a PyTorch env
+    on several GPUs): envcheck supervises them as torchrun does, stops the rest when one
+    fails, and exits with the first failure's status. Exit 2 on bad usage (unknown GPU, a
+    batch that does not split over the GPUs), 1 when the env is not ready or none fits, 127
+    when CMD is not found, 126 when it is not executable.
     """
     from ..usecases.launch import CommandNotExecutable, prepare
 
-    launch = prepare(ctx.session, env_name, list(command), gpus=gpus, batch_size=batch_size)
+    launch = prepare(ctx.session, env_name, list(command), gpus=gpus, batch_size=batch_size, nproc=nproc)
     for note in launch.notes:
         click.echo(f"envcheck: {note}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
+    if launch.nproc is not None:
+        _supervise(launch)
     from ..processes import reset_signals
 
     reset_signals()  # the command starts as a shell's would: no signal ignored or blocked
@@ -44,3 +52,23 @@ def run(ctx, env_name, gpus, batch_size, command):
     except OSError as exc:
         raise CommandNotExecutable(f"{launch.argv[0]}: cannot execute: {exc.strerror}",
                                    "check that it is a program or a script with a #! line") from None
+
+
+def _supervise(launch) -> None:
+    """The ranks of a distributed job; every rank's end on stderr, the job's status as ours."""
+    from ..processes import Interrupted
+    from ..usecases.ranks import exit_status, run_ranks
+
+    try:
+        ends = run_ranks(launch.executable, launch.argv, launch.environ, launch.nproc,
+                         on_end=lambda end: end.returncode and click.echo(f"envcheck: {end.describe()}", err=True))
+    except OSError as exc:
+        raise CommandNotExecutable(f"{launch.argv[0]}: cannot execute: {exc.strerror}",
+                                   "check that it is a program or a script with a #! line") from None
+    except Interrupted as exc:  # SIGTERM/SIGHUP: every rank stopped; end as a command killed by it
+        click.echo(f"envcheck: {exc.args[0]}: stopped all {launch.nproc} ranks", err=True)
+        raise SystemExit(128 + exc.signum) from None
+    code = exit_status(ends)
+    if code:
+        click.echo(f"envcheck: {sum(1 for e in ends if e.failed)} of {launch.nproc} ranks failed", err=True)
+    raise SystemExit(code)

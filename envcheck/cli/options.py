@@ -55,9 +55,17 @@ def count(text: str | int) -> int:
     return value
 
 
+def framework_name(text: str) -> str:
+    from .. import frameworks
+
+    return frameworks.get(text.strip().lower()).name  # an unknown one: UsageError listing the known
+
+
 JSON = Option("--json", "as_json", "print the result as a versioned JSON document", False, is_flag=True)
 ENV = Option("--env", "env_name", "the env; auto = the one `envcheck select` picks", "auto", str,
              "NAME|auto", show_default=True)
+FRAMEWORK = Option("--framework", "framework", "choose among envs of this framework only "
+                   "(tensorflow, torch, jax)", None, framework_name, "NAME")
 REQUIRE_GPU = Option("--require-gpu", "require_gpu",
                      "not ready unless the env can train on a GPU here", False, is_flag=True)
 MIN_GPUS = Option("--min-gpus", "min_gpus", "GPUs the env must be able to use", 0, count, "N")
@@ -69,5 +77,5 @@ NO_SMOKE = Option("--no-smoke", "no_smoke", "skip the smoke fit (quick checks on
 TIMEOUT = Option("--timeout", "timeout", "seconds allowed per device (finite, > 0)",
                  DEFAULT_TIMEOUT, positive_seconds, "SECONDS", show_default=True)
 
-CHECK = (ENV, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, JSON)
+CHECK = (ENV, FRAMEWORK, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, JSON)
 

@@ -1,4 +1,4 @@
-"""envcheck smoke runner: a tiny Keras fit per device, run by the target env's own python.
+"""envcheck smoke runner: a tiny fit per device, run by the target env's own python.
 
 Standalone on purpose: it runs inside the env under test (Python >= 3.7), so it uses only
 the standard library and the framework being tested, and never imports envcheck.
@@ -7,21 +7,27 @@ Input: one JSON job, as the first argument or on stdin:
 
     {"backend": "tensorflow" | "jax" | "torch" | "auto", "devices": ["cpu:0", "gpu:0"],
      "logical_cpus": 0, "steps": 12, "batch": 32, "seed": 0, "multi_replica": true,
-     "replica_devices": null, "per_device": true}
+     "replica_devices": null, "per_device": true, "multi_timeout": 120}
 
 replica_devices names the devices of the multi-replica check (default: all of devices);
 per_device false skips the per-device fits (the multi-replica check then times its
-one-device baseline itself).
+one-device baseline itself). multi_timeout (seconds) bounds the PyTorch multi-device
+check's processes (see below); the runner answers within it.
+
+Backends: "tensorflow" (tf.keras), "torch" (native PyTorch, torch.nn), "jax" (Keras 3 on
+JAX); "auto" picks the first installed of tensorflow, torch, keras with jax.
 
 Output: one JSON document on the real stdout. While working, fd 1 points at stderr, so the
 framework's own noise never mixes with the result. Progress lines start with MARK and go
 to stderr: "imported" once the framework is set up, then "start DEVICE" and
 "result {json}" per device, and "start multi-replica"; envcheck reads them to tell which
 device a crash or a hang belongs to. Every error's traceback is written to stderr too, so
-the whole story can be matched against envcheck's diagnosis catalogue.
+the whole story can be matched against envcheck's diagnosis catalogue (the PyTorch
+multi-device check's processes' stderr as well, each line tagged "[rank N]").
 
 Exit codes: 0 every check passed, 1 a device or the multi-replica check failed,
-2 the job was malformed, 3 the framework could not be imported or set up.
+2 the job was malformed, 3 the framework could not be imported or set up. (Run with
+``--rank SPEC``, it is one process of the PyTorch multi-device check: see ``rank_main``.)
 
 Per device: memory growth is turned on before anything initialises, a Dense(32, relu) ->
 Dense(1) model is fitted for `steps` steps of `batch` samples of a fixed synthetic
@@ -30,29 +36,50 @@ the first (which traces/compiles); loss_first/loss_last are the mean squared err
 first training batch before and after the fit, and must fall; placed_on is the device the
 trained weights and the model's output really live on, and must be the one asked for.
 
+PyTorch per device: Linear(8, 32) -> ReLU -> Linear(32, 1), Adam(0.01), MSE, the same data
+and steps, timed per step (after torch.cuda.synchronize on a GPU); placed_on is read from
+the output's and the weights' tensor.device (torch has one CPU device: cpu:N is reported
+when the tensors are on it). On a GPU, first "cudnn" records torch.backends.cudnn's state
+and version around a Conv2d forward and backward. After the fit every reference is dropped
+and "memory" says whether the weights were freed; on a GPU also the bytes allocated before
+the fit (after a tiny warm-up, so the CUDA libraries' lasting workspaces exist), at its
+peak and after it (each after gc, freeing the cuBLAS workspaces and
+torch.cuda.empty_cache(), as PyTorch's own leak check reads them): after must be back to
+before.
+
 Multi-replica (TensorFlow: MirroredStrategy; JAX: keras.distribution.DataParallel): the
 same fit with the global batch = batch x replicas split across the devices
 (drop_remainder), checking that every replica got exactly batch samples, that the loss
-fell and that the replicas' weights agree after training. scaling_efficiency is
+fell and that the replicas' weights agree after training. PyTorch: DistributedDataParallel
+over N processes, one per device (gloo on CPUs, each with a share of the cores; nccl on
+GPUs), each training on its own batch of the same size (the global batch is N x batch),
+the processes started as this file in rank mode (see ``run_ranks``). scaling_efficiency is
 throughput_multi / (replicas x throughput_single), with throughput in samples per second
 and throughput_single measured on one device at the per-replica batch; since the global
 batch is replicas x per-replica batch, it equals ms_single / ms_multi. 1.0 is perfect
-scaling; logical CPU devices share the same cores, so there it is far below 1 by design.
+scaling; CPU devices (logical devices or processes) share the same cores, so there it is
+far below 1 by design.
 """
+import gc
 import importlib.util
 import json
 import os
 import re
+import selectors
+import signal
+import socket
+import subprocess
 import sys
 import time
 import traceback
+import weakref
 
 MARK = "envcheck-smoke:"
 DEVICE_RE = re.compile(r"^(cpu|gpu):(\d+)$")
 FEATURES = 8
 DEFAULTS = {"backend": "auto", "devices": ["cpu:0"], "logical_cpus": 0, "steps": 12,
             "batch": 32, "seed": 0, "multi_replica": False, "replica_devices": None,
-            "per_device": True}
+            "per_device": True, "multi_timeout": 120.0}
 
 
 def log(text):
@@ -97,19 +124,21 @@ def read_job(argv):
             raise ValueError(key + " must be a non-negative integer")
     if job["steps"] < 3 or job["batch"] < 1:
         raise ValueError("steps must be >= 3 and batch >= 1")
+    limit = job["multi_timeout"]
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit < 1e6:
+        raise ValueError("multi_timeout must be a number of seconds > 0")
     return job
 
 
 def choose_backend(asked):
     if asked != "auto":
         return asked
-    if importlib.util.find_spec("tensorflow") is not None:
-        return "tensorflow"
-    if importlib.util.find_spec("keras") is not None:
-        for name in ("jax", "torch"):
-            if importlib.util.find_spec(name) is not None:
-                return name
-    raise ImportError("no framework found: neither tensorflow, nor keras with jax or torch, "
+    for name in ("tensorflow", "torch"):
+        if importlib.util.find_spec(name) is not None:
+            return name
+    if all(importlib.util.find_spec(name) is not None for name in ("keras", "jax")):
+        return "jax"
+    raise ImportError("no framework found: neither tensorflow, nor torch, nor keras with jax, "
                       "is installed in " + sys.prefix)
 
 
@@ -140,8 +169,10 @@ def mse(predicted, y):
 
 
 class Backend(object):
-    """The fit shared by all frameworks. Subclasses provide the framework's parts: build(),
-    gpus_seen, check_visible(), scope(), numpy(), device_of(), multi_replica()."""
+    """The Keras fit shared by TensorFlow and Keras 3. Subclasses provide the framework's
+    parts: build(), gpus_seen, check_visible(), scope(), numpy(), device_of(),
+    multi_replica(). What run() needs of any backend (PyTorch's is not a Keras one): build(),
+    gpus_seen, run_device(device) and multi_replica(devices, baseline_ms)."""
 
     name = ""
 
@@ -207,11 +238,6 @@ class Backend(object):
         if problems:
             result.update(status="fail", error="; ".join(problems))
         return result
-
-    def multi_replica(self, devices, baseline_ms):
-        return {"status": "skip", "replicas": None, "per_replica_batch": None,
-                "global_batch": None, "scaling_efficiency": None,
-                "detail": "multi-replica smoke is not available for the %s backend" % self.name}
 
 
 def normalise(kind, index):
@@ -317,8 +343,10 @@ class TensorFlow(Backend):
 
     @staticmethod
     def multi_verdict(devices, replicas, per_replica, sizes, loss_first, loss_last,
-                      disagree, ms, baseline_ms):
-        problems = []
+                      disagree, ms, baseline_ms, problems=(), how=""):
+        """The check's result; ``problems`` found by the caller are kept, ``how`` (the
+        strategy in words) starts the detail."""
+        problems = list(problems)
         if replicas != len(devices):
             problems.append("%d replicas for %d devices" % (replicas, len(devices)))
         if sizes != [per_replica] * replicas:
@@ -330,90 +358,71 @@ class TensorFlow(Backend):
         if ms is None:
             problems.append("the fit ran fewer than 2 steps")
         efficiency = round(baseline_ms / ms, 3) if ms and baseline_ms else None
-        detail = ("replica batches %s; loss %.4g -> %.4g; ms/step %s (one device: %s)"
-                  % (sizes, loss_first, loss_last,
-                     "%.2f" % ms if ms else "n/a", "%.2f" % baseline_ms if baseline_ms else "n/a"))
+        throughput = round(per_replica * replicas * 1000.0 / ms, 1) if ms else None
+        detail = ("replica batches %s; loss %.4g -> %.4g; ms/step %s (one device: %s); "
+                  "%s samples/s" % (sizes, loss_first, loss_last,
+                                    "%.2f" % ms if ms else "n/a",
+                                    "%.2f" % baseline_ms if baseline_ms else "n/a",
+                                    "%.1f" % throughput if throughput else "n/a"))
+        if how:
+            detail = how + "; " + detail
         if problems:
             detail = "; ".join(problems) + "; " + detail
         return {"status": "fail" if problems else "pass", "replicas": replicas,
                 "per_replica_batch": per_replica, "global_batch": per_replica * replicas,
                 "scaling_efficiency": efficiency, "ms_per_step": round(ms, 3) if ms else None,
-                "detail": detail}
+                "samples_per_s": throughput, "detail": detail}
 
 
-class Keras3(Backend):
-    """Keras 3 on the JAX or PyTorch backend."""
+class KerasJax(Backend):
+    """Keras 3 on JAX."""
 
-    def __init__(self, job, name):
+    name = "jax"
+
+    def __init__(self, job):
         Backend.__init__(self, job)
-        self.name = name
-        os.environ["KERAS_BACKEND"] = name
-        if name == "jax":
-            os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # memory growth
-            logical = cpu_count_asked(job)
-            if logical > 1:
-                flags = os.environ.get("XLA_FLAGS", "")
-                os.environ["XLA_FLAGS"] = (
-                    flags + " --xla_force_host_platform_device_count=%d" % logical).strip()
-            import jax
-
-            self.fw = jax
-        else:
-            import torch
-
-            self.fw = torch
+        os.environ["KERAS_BACKEND"] = "jax"
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # memory growth
+        logical = cpu_count_asked(job)
+        if logical > 1:
+            flags = os.environ.get("XLA_FLAGS", "")
+            os.environ["XLA_FLAGS"] = (
+                flags + " --xla_force_host_platform_device_count=%d" % logical).strip()
+        import jax
         import keras
 
+        self.jax = jax
         self.keras = keras
-        if keras.backend.backend() != name:
-            raise ImportError("keras runs on %s, not %s" % (keras.backend.backend(), name))
+        if keras.backend.backend() != "jax":
+            raise ImportError("keras runs on %s, not jax" % keras.backend.backend())
 
     @property
     def gpus_seen(self):
-        if self.name == "torch":
-            return self.fw.cuda.device_count()
         try:
-            return len(self.fw.devices("gpu"))
+            return len(self.jax.devices("gpu"))
         except RuntimeError:
             return 0
 
     def build(self):
-        facts = {"framework": self.name, "version": self.fw.__version__,
-                 "keras_version": self.keras.__version__,
-                 "keras_backend": self.keras.backend.backend()}
-        if self.name == "torch":
-            torch = self.fw
-            facts.update(cuda_version=torch.version.cuda,
-                         cuda_available=torch.cuda.is_available(),
-                         arch_list=torch.cuda.get_arch_list(),
-                         cudnn_version=torch.backends.cudnn.version()
-                         if torch.backends.cudnn.is_available() else None)
-        else:
-            import jaxlib
+        import jaxlib
 
-            facts.update(jaxlib_version=getattr(jaxlib, "__version__", None),
-                         default_backend=self.fw.default_backend())
-        return facts
+        return {"framework": "jax", "version": self.jax.__version__,
+                "keras_version": self.keras.__version__,
+                "keras_backend": self.keras.backend.backend(),
+                "jaxlib_version": getattr(jaxlib, "__version__", None),
+                "default_backend": self.jax.default_backend()}
 
     def check_visible(self, device):
         kind, index = device.split(":")
-        if self.name == "torch":
-            seen = self.fw.cuda.device_count() if kind == "gpu" else 1
-        else:
-            try:
-                seen = len(self.fw.devices(kind))
-            except RuntimeError:
-                seen = 0
+        try:
+            seen = len(self.jax.devices(kind))
+        except RuntimeError:
+            seen = 0
         if int(index) >= seen:
-            raise RuntimeError("%s is not visible to %s (it sees %d %s device(s))"
-                               % (device, self.name, seen, kind))
+            raise RuntimeError("%s is not visible to jax (it sees %d %s device(s))"
+                               % (device, seen, kind))
 
     def scope(self, device):
-        if self.name == "torch":
-            # torch names: "cpu" (a variable moved to "cpu:0" is no longer a leaf tensor,
-            # so keras finds no gradients for it) and "cuda:N".
-            kind, index = device.split(":")
-            device = "cpu" if kind == "cpu" else "cuda:" + index
         return self.keras.device(device)
 
     def numpy(self, tensor):
@@ -421,14 +430,10 @@ class Keras3(Backend):
 
     def device_of(self, thing):
         value = getattr(thing, "value", thing)
-        if self.name == "torch":
-            return normalise(value.device.type, value.device.index)
         found = sorted("%s:%d" % (d.platform, d.id) for d in value.devices())
         return ",".join(normalise(*f.split(":")) for f in found)
 
     def multi_replica(self, devices, baseline_ms):
-        if self.name != "jax":
-            return Backend.multi_replica(self, devices, baseline_ms)
         keras = self.keras
         job = self.job
         for device in devices:
@@ -462,9 +467,463 @@ class Keras3(Backend):
                                         loss_last, disagree, ms, baseline_ms)
 
 
+# --- PyTorch, native --------------------------------------------------------------------
+
+class Torch(object):
+    """Native PyTorch (torch.nn): the fit per device; the multi-replica check is
+    DistributedDataParallel over one process per device (``run_ranks``)."""
+
+    name = "torch"
+
+    def __init__(self, job):
+        import torch
+
+        self.job = job
+        self.torch = torch
+        self.gpus_seen = torch.cuda.device_count()
+
+    def build(self):
+        torch = self.torch
+        dist = torch.distributed
+        cudnn = torch.backends.cudnn
+        distributed = bool(dist.is_available())
+        return {"framework": "torch", "version": torch.__version__,
+                "cuda_version": torch.version.cuda,
+                "cuda_available": torch.cuda.is_available(),
+                "arch_list": torch.cuda.get_arch_list(),
+                "cudnn_version": cudnn.version() if cudnn.is_available() else None,
+                "distributed_available": distributed,
+                "gloo_available": distributed and bool(dist.is_gloo_available()),
+                "nccl_available": distributed and bool(dist.is_nccl_available())}
+
+    def check_visible(self, device):
+        kind, index = device.split(":")
+        if kind == "gpu" and int(index) >= self.gpus_seen:
+            raise RuntimeError("%s is not visible to torch (it sees %d CUDA device(s))"
+                               % (device, self.gpus_seen))
+
+    def run_device(self, device):
+        torch = self.torch
+        self.check_visible(device)
+        target = torch_device(torch, device)
+        gpu = target.type == "cuda"
+        problems = []
+        if gpu:
+            torch.cuda.set_device(target)
+            cudnn = exercise_cudnn(torch, target)
+            if not cudnn["is_acceptable"]:
+                problems.append("cuDNN is not used for convolutions (enabled %s, available %s)"
+                                % (cudnn["enabled"], cudnn["available"]))
+            warm_up(torch, target)
+            baseline = settled_memory(torch, target)
+            torch.cuda.reset_peak_memory_stats(target)
+        result, weights = self.fit(device, target)
+        if gpu:
+            result["cudnn"] = cudnn
+        gc.collect()
+        memory = {"weights_freed": weights() is None}
+        if gpu:
+            after = settled_memory(torch, target)
+            memory.update(baseline_bytes=baseline, after_bytes=after, returned=after <= baseline,
+                          peak_bytes=torch.cuda.max_memory_allocated(target))
+            if after > baseline:
+                problems.append("%d bytes still allocated on %s after the fit (%d before)"
+                                % (after, device, baseline))
+        result["memory"] = memory
+        if not memory["weights_freed"]:
+            problems.append("the model's weights were not freed after the fit")
+        if not result["loss_last"] < result["loss_first"]:
+            problems.append("loss did not fall (%.6g -> %.6g)"
+                            % (result["loss_first"], result["loss_last"]))
+        weights_on = result.pop("weights_on")
+        if result["placed_on"] != device or weights_on != device:
+            problems.append("ran on %s (weights on %s), not on %s"
+                            % (result["placed_on"], weights_on, device))
+        if problems:
+            result.update(status="fail", error="; ".join(problems))
+        return result
+
+    def fit(self, device, target):
+        """The fit on ``target``, and a weak reference to its weights: once this returns
+        nothing holds them, so they must be freed."""
+        torch, job = self.torch, self.job
+        batch = job["batch"]
+        x, y = make_data(job["seed"], job["steps"] * batch)
+        xs, ys = torch.from_numpy(x).to(target), torch.from_numpy(y).to(target)
+        batches = [(xs[i * batch:(i + 1) * batch], ys[i * batch:(i + 1) * batch])
+                   for i in range(job["steps"])]
+        net = torch_model(torch, job["seed"]).to(target)
+        fitted = torch_fit(torch, net, net, target, batches, batches[0])
+        weight = next(net.parameters())
+        result = {"device": device, "status": "pass", "ms_per_step": round(fitted["ms"], 3),
+                  "loss_first": fitted["loss_first"], "loss_last": fitted["loss_last"],
+                  "placed_on": torch_name(fitted["output_device"], device),
+                  "weights_on": torch_name(weight.device, device), "error": None,
+                  "memory": None, "cudnn": None}
+        return result, weakref.ref(weight)
+
+    def multi_replica(self, devices, baseline_ms):
+        torch = self.torch
+        for device in devices:
+            self.check_visible(device)
+        kinds = sorted(set(d.split(":")[0] for d in devices))
+        if len(kinds) > 1:
+            raise RuntimeError("the multi-device check runs on CPUs or on GPUs, not both: "
+                               + ", ".join(devices))
+        backend = "nccl" if kinds == ["gpu"] else "gloo"
+        dist = torch.distributed
+        if not (dist.is_available() and getattr(dist, "is_%s_available" % backend)()):
+            raise RuntimeError("torch %s has no %s backend in torch.distributed"
+                               % (torch.__version__, backend))
+        threads = max(1, cpu_share() // len(devices)) if backend == "gloo" else 0
+        how = "DistributedDataParallel over %s, %d processes" % (backend, len(devices))
+        if threads:
+            how += ", %d thread(s) each" % threads
+        ranks, waited = run_ranks(devices, backend, self.job, threads)
+        return ddp_verdict(devices, ranks, waited, baseline_ms, self.job, how)
+
+
+def torch_device(torch, device):
+    kind, index = device.split(":")
+    return torch.device("cpu") if kind == "cpu" else torch.device("cuda", int(index))
+
+
+def torch_name(where, asked):
+    """envcheck's name of a torch.device; torch has one CPU device, named as asked."""
+    if where.type == "cpu":
+        return asked if asked.startswith("cpu:") else "cpu:0"
+    return normalise(where.type, where.index)
+
+
+def torch_model(torch, seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, 1))
+
+
+def torch_fit(torch, trained, net, target, batches, probe, on_step=None):
+    """Train ``trained`` (``net``, or DistributedDataParallel around it) one step per batch
+    with Adam(0.01) on MSE; the loss on ``probe`` before and after is computed by ``net``.
+    ms is the median step after the first."""
+    loss_fn = torch.nn.MSELoss()
+    optimizer = torch.optim.Adam(trained.parameters(), lr=0.01)
+    with torch.no_grad():
+        loss_first = float(loss_fn(net(probe[0]), probe[1]))
+    times = []
+    for step, (x, y) in enumerate(batches, 1):
+        started = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(trained(x), y)
+        loss.backward()
+        optimizer.step()
+        if target.type == "cuda":
+            torch.cuda.synchronize(target)
+        times.append(time.perf_counter() - started)
+        if on_step is not None:
+            on_step(step)
+    with torch.no_grad():
+        out = net(probe[0])
+        loss_last = float(loss_fn(out, probe[1]))
+    return {"ms": median(times[1:]) * 1000.0, "loss_first": loss_first,
+            "loss_last": loss_last, "output_device": out.device}
+
+
+def warm_up(torch, target):
+    """A tiny Linear forward and backward, so that what the CUDA libraries keep for the
+    process's life (cuBLAS/cuBLASLt handles and workspaces) exists before the baseline."""
+    layer = torch.nn.Linear(2, 2).to(target)
+    layer(torch.ones(2, 2, device=target)).sum().backward()
+    torch.cuda.synchronize(target)
+
+
+def settled_memory(torch, target):
+    """Bytes allocated for tensors on ``target`` once garbage is collected, the cuBLAS
+    workspaces freed and the cache emptied (what PyTorch's own CUDA leak check reads)."""
+    gc.collect()
+    torch.cuda.synchronize(target)
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+    torch.cuda.empty_cache()
+    return torch.cuda.memory_allocated(target)
+
+
+def exercise_cudnn(torch, target):
+    """A Conv2d forward and backward on the GPU, with cuDNN's state as torch reports it."""
+    cudnn = torch.backends.cudnn
+    available = bool(cudnn.is_available())
+    facts = {"enabled": bool(cudnn.enabled), "available": available,
+             "version": cudnn.version() if available else None}
+    conv = torch.nn.Conv2d(3, 8, kernel_size=3, padding=1).to(target)
+    x = torch.randn(4, 3, 16, 16, device=target, requires_grad=True)
+    facts["is_acceptable"] = bool(cudnn.is_acceptable(x))
+    conv(x).sum().backward()
+    torch.cuda.synchronize(target)
+    facts["conv2d"] = "forward and backward ran"
+    return facts
+
+
+def cpu_share():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# --- PyTorch DistributedDataParallel: one process per device ------------------------------
+
+LOOPBACK = "127.0.0.1"
+# Errors a rank raises because another rank is gone or stuck: effects, listed after causes.
+PEER_ERRORS = re.compile(r"timed out|timeout|connection (closed|reset|refused)|closed by peer|"
+                         r"broken pipe|DistStoreError|DistNetworkError", re.IGNORECASE)
+
+
+class Rank(object):
+    """One DDP process: how far it got (its progress lines), its result, how it ended."""
+
+    def __init__(self, rank, device, popen):
+        self.rank, self.device, self.popen = rank, device, popen
+        self.phase, self.level = "starting python", 0
+        self.result = None
+        self.code = None  # its exit status, once seen; None: still running when stopped
+        self.pending = {"out": b"", "err": b""}
+
+    def feed(self, stream, chunk):
+        lines = (self.pending[stream] + chunk).split(b"\n")
+        self.pending[stream] = lines.pop()
+        for line in lines:
+            self.line(stream, line.decode("utf-8", "replace"))
+
+    def close(self, stream):
+        if self.pending[stream]:
+            self.feed(stream, b"\n")
+
+    def line(self, stream, text):
+        if stream == "err":  # its own stderr, tagged, into the runner's (for diagnosis)
+            sys.stderr.write("[rank %d] %s\n" % (self.rank, text))
+            return
+        word, _, rest = text.partition(" ")
+        if word == "result":
+            try:
+                self.result = json.loads(rest)
+            except ValueError:
+                self.result = None
+        elif word in ("phase", "step"):
+            self.phase = rest if word == "phase" else "step %s" % rest
+            self.level += 1
+
+    @property
+    def answered(self):
+        return self.code == 0 and bool(self.result) and not self.result.get("error")
+
+    def story(self, waited):
+        """(order, words): why it gave no result; causes order before effects."""
+        where = "rank %d (%s)" % (self.rank, self.device)
+        last = " (last: %s)" % self.phase
+        if self.code is None:
+            return (1, self.level, self.rank), "%s: no answer within %.0f s%s" % (
+                where, waited, last)
+        if self.code < 0:
+            return (0, self.level, self.rank), "%s crashed with %s%s" % (
+                where, signal_name(-self.code), last)
+        error = (self.result or {}).get("error")
+        if not error:
+            return (0, self.level, self.rank), "%s exited with code %d without a result%s" % (
+                where, self.code, last)
+        first = error.splitlines()[0][:300]
+        order = 2 if PEER_ERRORS.search(first) else 0
+        return (order, self.level, self.rank), "%s exited with code %d: %s%s" % (
+            where, self.code, first, last)
+
+
+def signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "signal %d" % number
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def run_ranks(devices, backend, job, threads):
+    """Start one process per device (this file with ``--rank``), the way torchrun does
+    (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free port), and
+    read their progress until all answered, one failed, or job["multi_timeout"] s passed;
+    then stop any still running. Their process group times out at 3/4 of that, so a rank
+    waiting on a lost peer fails with its own error first. Returns the ranks and the seconds
+    waited."""
+    limit = float(job["multi_timeout"])
+    spec = {"backend": backend, "steps": job["steps"], "batch": job["batch"],
+            "seed": job["seed"], "threads": threads, "timeout": max(1.0, 0.75 * limit),
+            "parent": os.getpid()}
+    port = free_port()
+    ranks = []
+    selector = selectors.DefaultSelector()
+    started = time.monotonic()
+    try:
+        for rank, device in enumerate(devices):
+            env = dict(os.environ, MASTER_ADDR=LOOPBACK, MASTER_PORT=str(port), RANK=str(rank),
+                       LOCAL_RANK=str(rank), WORLD_SIZE=str(len(devices)))
+            if threads:
+                env["OMP_NUM_THREADS"] = str(threads)
+                if sys.platform.startswith("linux"):
+                    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+            popen = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), "--rank",
+                 json.dumps(dict(spec, device=device))],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            ranks.append(Rank(rank, device, popen))
+            selector.register(popen.stdout, selectors.EVENT_READ, (ranks[-1], "out"))
+            selector.register(popen.stderr, selectors.EVENT_READ, (ranks[-1], "err"))
+        watch(ranks, selector, started, limit)
+    finally:
+        waited = time.monotonic() - started
+        for rank in ranks:
+            if rank.code is None:
+                rank.code = rank.popen.poll()
+            if rank.code is None:
+                rank.popen.kill()
+        for rank in ranks:
+            rank.popen.wait()
+        drain(selector, time.monotonic() + 5.0)
+    return ranks, waited
+
+
+def watch(ranks, selector, started, limit):
+    while True:
+        for rank in ranks:
+            if rank.code is None:
+                rank.code = rank.popen.poll()
+        if any(rank.code not in (None, 0) for rank in ranks):
+            return
+        if all(rank.code == 0 for rank in ranks) and not selector.get_map():
+            return
+        left = limit - (time.monotonic() - started)
+        if left <= 0:
+            return
+        read_some(selector, min(left, 0.1))
+
+
+def read_some(selector, timeout):
+    for key, _ in selector.select(timeout):
+        rank, stream = key.data
+        chunk = os.read(key.fd, 65536)
+        if chunk:
+            rank.feed(stream, chunk)
+        else:
+            selector.unregister(key.fileobj)
+            key.fileobj.close()
+            rank.close(stream)
+
+
+def drain(selector, until):
+    """The rest of the ranks' output, once they have ended."""
+    while selector.get_map() and time.monotonic() < until:
+        read_some(selector, 0.1)
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()
+    selector.close()
+
+
+def ddp_verdict(devices, ranks, waited, baseline_ms, job, how):
+    if not all(rank.answered for rank in ranks):
+        stories = sorted(rank.story(waited) for rank in ranks if not rank.answered)
+        return {"status": "fail", "replicas": None, "per_replica_batch": None,
+                "global_batch": None, "scaling_efficiency": None, "ms_per_step": None,
+                "samples_per_s": None,
+                "detail": "; ".join(words for _, words in stories) + "; " + how}
+    results = [rank.result for rank in ranks]
+    problems = ["rank %d ran on %s (weights on %s), not on %s"
+                % (r["rank"], r["placed_on"], r["weights_on"], r["device"])
+                for r in results if r["placed_on"] != r["device"] or r["weights_on"] != r["device"]]
+    sizes = [r["sizes"][0] if len(set(r["sizes"])) == 1 else r["sizes"] for r in results]
+    first = results[0]["weights"]
+    disagree = [name for name in first
+                if any(max(abs(a - b) for a, b in zip(first[name], r["weights"][name])) > 1e-5
+                       for r in results[1:])]
+    ms = max(r["ms_per_step"] for r in results)
+    return TensorFlow.multi_verdict(devices, len(ranks), job["batch"], sizes,
+                                    results[0]["loss_first"], results[0]["loss_last"], disagree,
+                                    ms, baseline_ms, problems, how)
+
+
+def rank_main(spec, out):
+    """One DDP process of ``run_ranks``: progress lines ("phase ...", "step N") and then
+    "result {json}" on the file descriptor ``out``; 0 if it trained, 1 if not."""
+    def say(text):
+        os.write(out, (text + "\n").encode("utf-8"))
+
+    die_with_parent(spec["parent"])
+    rank, world, device = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), spec["device"]
+    result = {"rank": rank, "device": device, "error": None}
+    try:
+        say("phase importing torch")
+        import datetime
+
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+
+        dist = torch.distributed
+        target = torch_device(torch, device)
+        if spec["threads"]:
+            torch.set_num_threads(spec["threads"])
+        if target.type == "cuda":
+            torch.cuda.set_device(target)
+        say("phase joining the process group")
+        dist.init_process_group(spec["backend"], init_method="env://", rank=rank,
+                                world_size=world,
+                                timeout=datetime.timedelta(seconds=spec["timeout"]))
+        say("phase training")
+        result.update(ddp_fit(torch, DistributedDataParallel, target, spec, rank, world,
+                              lambda step: say("step %d" % step)))
+        say("phase waiting for the other ranks to finish")
+        dist.barrier()
+    except Exception as exc:
+        result["error"] = error_text(exc)
+    say("result " + json.dumps(result))
+    return 1 if result["error"] else 0
+
+
+def ddp_fit(torch, ddp, target, spec, rank, world, on_step):
+    """This rank's share: batch rows of each global batch of world x batch rows."""
+    batch, device = spec["batch"], spec["device"]
+    width = batch * world
+    x, y = make_data(spec["seed"], spec["steps"] * width)
+    xs, ys = torch.from_numpy(x).to(target), torch.from_numpy(y).to(target)
+    lows = [step * width + rank * batch for step in range(spec["steps"])]
+    batches = [(xs[low:low + batch], ys[low:low + batch]) for low in lows]
+    net = torch_model(torch, spec["seed"]).to(target)
+    model = ddp(net, device_ids=[target.index] if target.type == "cuda" else None)
+    fitted = torch_fit(torch, model, net, target, batches, (xs[:width], ys[:width]), on_step)
+    return {"ms_per_step": fitted["ms"], "loss_first": fitted["loss_first"],
+            "loss_last": fitted["loss_last"],
+            "placed_on": torch_name(fitted["output_device"], device),
+            "weights_on": torch_name(next(net.parameters()).device, device),
+            "sizes": [len(b[0]) for b in batches],
+            "weights": {name: p.detach().cpu().reshape(-1).tolist()
+                        for name, p in net.named_parameters()}}
+
+
+def die_with_parent(parent):
+    """A rank ends with its runner, even one killed alone (Linux: PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def start(job):
     name = choose_backend(job["backend"])
-    return TensorFlow(job) if name == "tensorflow" else Keras3(job, name)
+    return {"tensorflow": TensorFlow, "torch": Torch, "jax": KerasJax}[name](job)
 
 
 def run(job):
@@ -519,6 +978,10 @@ def multi_replica(backend, devices, job, results):
 def main(argv):
     real_stdout = os.dup(1)
     os.dup2(2, 1)  # everything the framework prints goes to stderr
+    if argv[1:2] == ["--rank"]:  # one process of the PyTorch multi-device check
+        code = rank_main(json.loads(argv[2]), real_stdout)
+        sys.stderr.flush()
+        os._exit(code)
     try:
         job = read_job(argv)
     except ValueError as exc:

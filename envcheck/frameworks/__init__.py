@@ -64,9 +64,12 @@ def detect(packages: Mapping[str, str]) -> list[str]:
     return [f.name for f in registry().values() if installed.intersection(f.distributions)]
 
 
-def framework_build(dist: str, version: str, local: str | None = None) -> Build | None:
+def framework_build(dist: str, version: str, local: str | None = None,
+                    packages: Mapping[str, str] | None = None) -> Build | None:
     """The build facts of ``dist`` ``version`` (``local``: the "+cu118"/"+cpu" part, if not
-    already in ``version``); None for a distribution or release the tables don't know."""
+    already in ``version``); None for a distribution or release the tables don't know.
+    ``packages``: the env's other installed distributions {canonical name: version}, where
+    a build's CUDA shows in what it pulled in (PyPI torch's ``nvidia-*-cu12`` wheels)."""
     framework = of_distribution(dist)
     name = canonical_name(dist)
     parsed = parse_version(version, f"{name} version")
@@ -76,15 +79,17 @@ def framework_build(dist: str, version: str, local: str | None = None) -> Build 
         version = f"{version}+{local}"
     if framework is None:
         return None
-    return framework.read_build(name, parsed, version, local)
+    return framework.read_build(name, parsed, version, local, packages or {})
 
 
-def build_from_packages(packages: Mapping[str, str]) -> Build | None:
-    """The framework build of an env's {name: version} map: a GPU-capable build first
-    (registry order), else the first CPU-only one, else None."""
+def build_from_packages(packages: Mapping[str, str], framework: str | None = None) -> Build | None:
+    """The framework build of an env's {name: version} map (of ``framework`` only, if given): a
+    GPU-capable build first (registry order), else the first CPU-only one, else None. The
+    whole map is read, so a build's CUDA wheels count."""
     canonical = {canonical_name(name): version for name, version in packages.items()}
-    builds = [build for dist in distributions() if dist in canonical
-              if (build := framework_build(dist, canonical[dist])) is not None]
+    dists = get(framework).distributions if framework else distributions()
+    builds = [build for dist in dists if dist in canonical
+              if (build := framework_build(dist, canonical[dist], packages=canonical)) is not None]
     gpu = [build for build in builds if build.gpu_capable]
     return (gpu or builds or [None])[0]
 
@@ -103,6 +108,9 @@ def build_for_requirement(requirement: "Requirement") -> Build | None:
     framework = of_distribution(requirement.name)
     if framework is None:
         return None
+    for spec in requirement.specifier:  # ==2.0.1, ==2.13.0+cpu: that exact build (its local part read)
+        if spec.operator in ("==", "===") and "*" not in spec.version:
+            return framework_build(requirement.name, spec.version)
     for release in framework.releases():
         if requirement.specifier.contains(Version(f"{release}.0"), prereleases=True):
             return framework_build(requirement.name, f"{release}.0")

@@ -87,7 +87,8 @@ class Framework:
     title: str
     distributions: tuple[str, ...]  # canonical names; the first is the one to suggest installing
     table: str | None  # key of its release table in compat.json (None: no build facts)
-    read_build: Callable[[str, Version, str, str | None], Build | None]  # (dist, version, shown, local)
+    # (dist, version, shown, local, the env's other packages {canonical name: version})
+    read_build: Callable[[str, Version, str, str | None, Mapping[str, str]], Build | None]
     smoke_backend: str  # the smoke runner's backend for this framework
     multi_device: str  # the data-parallel strategy the multi-device smoke uses
     batch_rule: str  # "split": the global batch is split over the devices; "per-device": each gets it whole
@@ -107,6 +108,7 @@ class Framework:
         return sorted(compat_facts()[self.table]["releases"], key=Version, reverse=True)
 
 
-def no_build(dist: str, version: Version, shown: str, local: str | None) -> Build | None:
+def no_build(dist: str, version: Version, shown: str, local: str | None,
+             packages: Mapping[str, str]) -> Build | None:
     """For a framework without build tables."""
     return None

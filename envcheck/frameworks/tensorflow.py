@@ -7,7 +7,8 @@ from ..data import compat_facts
 from .base import Build, Framework, GpuBlock, cpu_only, minor, row_build
 
 
-def _read_build(dist: str, version: Version, shown: str, local: str | None) -> Build | None:
+def _read_build(dist: str, version: Version, shown: str, local: str | None,
+                packages=None) -> Build | None:
     tf = compat_facts()["tensorflow"]
     releases = tf["releases"]
     notes: list[str] = []
@@ -51,6 +52,6 @@ FRAMEWORK = Framework(
     # TensorFlow takes all GPU memory at start unless told to grow as it needs.
     run_environ=lambda version: {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
     cpu_presets=("tensorflow-cpu",),
-    gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11.2"),
+    gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11-wheels", "tensorflow-gpu-cuda11.2"),
     gpu_block=_gpu_block,
 )

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import replace
+from typing import Mapping
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from ..data import compat_facts
 from .base import Build, Framework, cpu_only, major_minor, minor, row_build
@@ -21,13 +22,48 @@ def _variant_archs(version: Version, cuda: str) -> tuple[str, ...] | None:
     return None
 
 
-def _read_build(dist: str, version: Version, shown: str, local: str | None) -> Build | None:
+def _wheel_cuda(packages: Mapping[str, str]) -> tuple[str, str | None, str] | None:
+    """(CUDA, cuDNN, evidence) of the CUDA runtime wheel an env holds: PyPI's torch 1.13-2.10
+    requires ``nvidia-cuda-runtime-cu11``/``-cu12`` (and ``nvidia-cudnn-cuXX``) at the exact
+    versions it was built with; torch 2.11+ pulls them in through ``cuda-toolkit``, whose
+    runtime is ``nvidia-cuda-runtime`` (or ``-cu13``)."""
+    for name in ("nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11",
+                 "nvidia-cuda-runtime"):
+        runtime = packages.get(name)
+        if runtime is None:
+            continue
+        try:
+            cuda = major_minor(runtime)
+        except InvalidVersion:
+            continue
+        suffix = name.rpartition("-")[2]
+        cudnn = packages.get(f"nvidia-cudnn-{suffix}") or packages.get("nvidia-cudnn")
+        try:
+            cudnn = major_minor(cudnn) if cudnn else None
+        except InvalidVersion:
+            cudnn = None
+        return cuda, cudnn, f"{name} {runtime}"
+    return None
+
+
+def _read_build(dist: str, version: Version, shown: str, local: str | None,
+                packages: Mapping[str, str] | None = None) -> Build | None:
     row = compat_facts()["torch"]["releases"].get(f"{version.major}.{version.minor}")
     if row is None:
         return None
     build = row_build("torch", dist, shown, row)
     if not local:
-        return build
+        wheel = _wheel_cuda(packages or {})
+        if wheel is None:
+            return build
+        cuda, cudnn, evidence = wheel
+        if cuda == major_minor(build.cuda):
+            return replace(build, notes=(f"CUDA {cuda} from the installed {evidence}",))
+        archs = _variant_archs(version, cuda)
+        return replace(build, cuda=cuda, cudnn=cudnn, archs=archs,
+                       notes=(f"CUDA {cuda} from the installed {evidence}, not the release's "
+                              f"default {major_minor(build.cuda)}"
+                              + ("" if archs else "; compiled architectures not known"),))
     if local.startswith("cpu"):
         return cpu_only(build, f"+{local}: the CPU-only PyTorch build")
     if local.startswith("rocm"):
@@ -64,8 +100,10 @@ FRAMEWORK = Framework(
     table="torch",
     read_build=_read_build,
     smoke_backend="torch",
-    multi_device="keras.distribution.DataParallel (Keras 3 on torch)",
+    multi_device="DistributedDataParallel, one process per device (gloo on CPUs, nccl on GPUs)",
     # DistributedDataParallel: one process per GPU, each with the full batch.
     batch_rule="per-device",
     run_environ=_run_environ,
+    cpu_presets=("pytorch-cpu",),
+    gpu_presets=("pytorch-cuda12", "pytorch-cuda11"),
 )

@@ -107,13 +107,13 @@ def _judge(name: str, report: dict[str, Any], cached: bool, require_gpu: bool, m
 
 
 def check(session, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
-          max_age: float | None = None, smoke: bool = False) -> GateResult:
-    """Gate env ``name`` (None or "auto": the env `select` picks) on this host, from the stored
-    validation when it still holds."""
+          max_age: float | None = None, smoke: bool = False, framework: str | None = None) -> GateResult:
+    """Gate env ``name`` (None or "auto": the env `select` picks, of ``framework`` if given) on
+    this host, from the stored validation when it still holds."""
     from ..validation.reports import fingerprint, load_report
 
     max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
-    info = session.resolve_env(name, require_gpu=require_gpu).info
+    info = session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
     stored = load_report(session.home, info.name)
     if _stored_answer(stored, fingerprint(info, session.host), max_age, smoke):
         return _judge(info.name, stored, True, require_gpu, min_gpus)

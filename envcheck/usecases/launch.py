@@ -59,6 +59,7 @@ class Launch:
     global_batch: int | None = None
     per_gpu_batch: int | None = None
     notes: list[str] = field(default_factory=list)  # e.g. why the env was chosen, no GPU here
+    nproc: int | None = None  # ranks to start (``usecases.ranks``); None: the command alone, exec'd
 
 
 def parse_gpus(spec: str) -> list[int] | str:
@@ -125,8 +126,9 @@ def batch_sizes(batch: int, gpus: int, rule: str) -> tuple[int, int, str | None]
     GPU's process all of it (DistributedDataParallel), so the global batch is ``batch`` x GPUs."""
     if rule == "per-device":
         replicas = max(gpus, 1)
-        return batch * replicas, batch, (f"--batch-size {batch} is each GPU's batch under data-parallel "
-                                         f"processes: global batch {batch * replicas} over {replicas}")
+        return batch * replicas, batch, (f"--batch-size {batch} is each process's batch under "
+                                         f"DistributedDataParallel (one process per GPU): global batch "
+                                         f"{batch * replicas} over {replicas}")
     return batch, per_gpu_batch(batch, gpus), None
 
 
@@ -170,11 +172,29 @@ def _resolve_command(argv: list[str], path: str) -> str:
                           "check its spelling, or install it: envcheck env add ENV PACKAGE")
 
 
+def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
+                       gpu_build: bool = True) -> tuple[int | None, str | None]:
+    """(ranks, a note): ``--nproc`` as given; without it, one rank per selected GPU for a
+    GPU build of a framework whose data parallelism is a process per device (PyTorch DDP) when
+    there are several, else the command alone (None; TensorFlow's MirroredStrategy is one
+    process, and a CPU-only build has no GPU to give each rank)."""
+    if nproc is not None:
+        if nproc < 1:
+            raise UsageError(f"bad --nproc {nproc}", "give a positive number of processes")
+        return nproc, None
+    gpus = len(chosen or [])
+    if framework is not None and framework.batch_rule == "per-device" and gpus > 1 and gpu_build:
+        return gpus, (f"{gpus} processes, one per GPU, as torchrun starts them for "
+                      f"{framework.multi_device.split(',')[0]} (--nproc 1 for one)")
+    return None, None
+
+
 def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
-            batch_size: int | None = None, base_environ: dict[str, str] | None = None) -> Launch:
+            batch_size: int | None = None, base_environ: dict[str, str] | None = None,
+            nproc: int | None = None) -> Launch:
     """Check everything `envcheck run` needs and return what to execute, or raise.
 
-    ``base_environ`` defaults to os.environ.
+    ``base_environ`` defaults to os.environ. ``nproc``: ranks to start (see ``processes_to_start``).
     """
     if not command:
         raise UsageError("no command given", "envcheck run [OPTIONS] -- CMD [ARGS]...")
@@ -187,16 +207,29 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     if asked_gpus:
         _check_gpu_env(info, host, gpus)
     framework = _framework(info)
+    if nproc is None and framework is not None and framework.batch_rule == "per-device":
+        from .. import frameworks
+
+        build = frameworks.build_from_packages(info.packages, framework.name)
+        ranks, note = processes_to_start(None, chosen, framework, bool(build and build.gpu_capable))
+    else:
+        ranks, note = processes_to_start(nproc, chosen, framework)
+    notes += [note] if note else []
     global_batch, per_gpu = batch_size, None
     if batch_size is not None:
-        global_batch, per_gpu, note = batch_sizes(batch_size, len(chosen or []),
-                                                  framework.batch_rule if framework else "split")
+        rule = framework.batch_rule if framework else "split"
+        replicas = ranks if ranks and rule == "per-device" else len(chosen or [])
+        global_batch, per_gpu, note = batch_sizes(batch_size, replicas, rule)
         notes += [note] if note else []
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info,
                               chosen, global_batch, per_gpu)
     executable = _resolve_command(command, environ["PATH"])
+    if ranks == 1:  # one rank: still the variables a distributed script reads, and exec
+        from .ranks import free_port, rank_variables
+
+        environ.update(rank_variables(0, 1, free_port()))
     return Launch(info.name, info.path, list(command), executable, environ, chosen, global_batch, per_gpu,
-                  resolved.notes + notes)
+                  resolved.notes + notes, ranks if ranks and ranks > 1 else None)
 
 
 def _check_gpu_env(info, host, asked: str) -> None:

@@ -134,11 +134,7 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
         if why_not:
             selection.excluded.append({"name": info.name, "reason": why_not})
             continue
-        packages = info.packages
-        if framework:
-            dists = frameworks.get(framework).distributions
-            packages = {n: v for n, v in packages.items() if canonical_name(n) in dists}
-        build = frameworks.build_from_packages(packages)
+        build = frameworks.build_from_packages(info.packages, framework)
         stored = _stored_verdict(home, info.name)
         tier, reason, why_cpu = _tier(info, build, host, stored, verdicts)
         named = build.framework if build else (framework or frameworks.detect(info.packages)[0])
