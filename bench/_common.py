@@ -24,6 +24,16 @@ def envcheck_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "envcheck"]
 
 
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Wall seconds and stdout of one whole process that must succeed (else exit with its output)."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
+    return seconds, proc.stdout
+
+
 def wall_ms(cmd: list[str], env: dict[str, str], *, check: bool = True,
             cpu: list[float] | None = None) -> float:
     """Wall time of one whole process; its CPU time (user + system) is appended to ``cpu``."""

@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import envcheck_cmd, machine
+from _common import envcheck_cmd, machine, timed
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -53,15 +53,6 @@ atexit.register(_peak)
 sys.argv = ['envcheck'] + sys.argv[1:]
 runpy.run_module('envcheck', run_name='__main__')
 """
-
-
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
-    return seconds, proc.stdout
 
 
 def rss_self(args: list[str], env: dict[str, str]) -> tuple[float, float]:

@@ -25,26 +25,15 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from _common import envcheck_cmd, machine
+from _common import envcheck_cmd, machine, timed
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "validate_torch.md"
 BARE = ROOT / "bench" / "bare_fit_torch.py"
 TARGET_RATIO = 1.2
-
-
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
-    return seconds, proc.stdout
 
 
 def checked_report(out: str, multi: bool) -> dict:

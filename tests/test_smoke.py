@@ -16,6 +16,31 @@ from envcheck.envs.metadata import site_packages
 from envcheck.envs.pythons import list_pythons
 from envcheck.validation.smoke import run_smoke
 
+def wrap_on_import(module: str) -> str:
+    """Source of a meta-path hook that calls ``wrap(module)`` (defined by the code around it)
+    on the real ``module`` as it is imported: a fault put into a real framework."""
+    return f'''class Hook(importlib.abc.MetaPathFinder):
+    searching = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != {module!r} or self.searching:
+            return None
+        self.searching = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.searching = False
+        real_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            real_exec(module)
+            wrap(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+'''
+
+
 # A hook that lets a stand-in env run the real TensorFlow, except that asking for one
 # device (ENVCHECK_TEST_FAULT="abort:cpu:1" or "hang:cpu:1") aborts or hangs the process.
 FAULT_HOOK = '''
@@ -37,26 +62,7 @@ def wrap(tf):
     tf.device = device
 
 
-class Hook(importlib.abc.MetaPathFinder):
-    searching = False
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow" or self.searching:
-            return None
-        self.searching = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self.searching = False
-        real_exec = spec.loader.exec_module
-
-        def exec_module(module):
-            real_exec(module)
-            wrap(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
+''' + wrap_on_import("tensorflow") + '''
 
 if ACTION:
     sys.meta_path.insert(0, Hook())

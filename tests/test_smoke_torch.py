@@ -20,7 +20,7 @@ import pytest
 from conftest import clean_env
 from envcheck.envs.metadata import site_packages
 from envcheck.validation.smoke import RUNNER, run_smoke
-from test_smoke import make_env, running
+from test_smoke import make_env, running, wrap_on_import
 
 TORCH = ["torch==2.13.0+cpu", "numpy"]
 
@@ -55,26 +55,7 @@ def wrap(torch):
     torch.optim.Adam.step = step
 
 
-class Hook(importlib.abc.MetaPathFinder):
-    searching = False
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch" or self.searching:
-            return None
-        self.searching = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self.searching = False
-        real_exec = spec.loader.exec_module
-
-        def exec_module(module):
-            real_exec(module)
-            wrap(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
+''' + wrap_on_import("torch") + '''
 
 if FAULT and RANK is not None and WHERE in (RANK, "all"):
     sys.meta_path.insert(0, Hook())

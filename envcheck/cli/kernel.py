@@ -37,8 +37,10 @@ def install(ctx, name, prefix, sys_prefix, installer, index_url, extra_index_url
     if prefix and sys_prefix:
         raise UsageError("give one of --prefix and --sys-prefix", f"envcheck kernel install {name} --sys-prefix")
     index = index_settings(index_url, extra_index_url, find_links, no_index)
-    ctx.finish(install_kernel(ctx.session, name, prefix=own_prefix() if sys_prefix else prefix,
-                              installer=installer, index=index), as_json)
+    with ctx.progress(as_json) as progress:  # adding ipykernel is an install: it shows as one
+        result = install_kernel(ctx.session, name, prefix=own_prefix() if sys_prefix else prefix,
+                                installer=installer, index=index, progress=progress)
+    ctx.finish(result, as_json)
 
 
 @kernel.command()
