@@ -135,9 +135,11 @@ def test_clean_asks_on_a_terminal(home: Path, made: Path, answer: str, emptied: 
     finally:
         os.close(master)
         os.close(slave)
-    assert f"empty envcheck's uv cache {made}" in out
-    assert (proc.returncode == 0) == emptied, err
+    assert f"empty envcheck's uv cache {made}" in err  # the prompt: on stderr, stdout is the result's
+    assert (proc.returncode, "emptied" in out) == ((0, True) if emptied else (1, False)), err
     assert (tree(made) != before) == emptied
+    if not emptied:
+        assert err.rstrip().endswith("envcheck: nothing cleaned")
 
 
 def test_caches_envcheck_did_not_make_are_left_alone(cli, home: Path, made: Path,

@@ -63,6 +63,22 @@ def test_health_fields_and_versions(fake_nvml: FakeNvml, home: Path, wheelhouse:
     assert "### Validated now: env tf, verdict **ready**" in out
 
 
+def test_a_stored_verdict_that_no_longer_holds_is_shown_out_of_date(fake_nvml: FakeNvml, home: Path,
+                                                                     wheelhouse: Path) -> None:
+    for name in ("one", "two"):
+        make_env(home, wheelhouse, name, "tensorflow-cpu==2.21.0")
+    first = doctor_markdown(fake_nvml, home, [HEALTHY])
+    validated = first.split("### Validated now: env ")[1].split(",")[0]
+    other = ({"one", "two"} - {validated}).pop()
+    r = fake_nvml.cli(fake_nvml.env([HEALTHY], ENVCHECK_HOME=str(home)), "validate", other, "--no-smoke")
+    assert r.code == 0, r.err
+    # on another driver, the doctor validates its env again; the other's verdict is old news
+    later = doctor_markdown(fake_nvml, home, [HEALTHY], FAKE_NVML_DRIVER="555.42.02")
+    rows = {line.split("|")[1].strip(): line for line in later.split("### Envs")[1].splitlines() if line.startswith("| ")}
+    assert "ready (out of date: NVIDIA driver changed since)" in rows[other]
+    assert "out of date" not in rows[validated]
+
+
 def test_unsupported_fields_are_na_with_the_reason(fake_nvml: FakeNvml, home: Path) -> None:
     out = doctor_markdown(fake_nvml, home, [HEALTHY, NOTHING])
     healthy, bare = gpu_rows(out)

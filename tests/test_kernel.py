@@ -150,6 +150,12 @@ def test_kernel_runs_in_the_env_with_what_run_sets(cli, home, jupyter, tmp_path)
     assert len(refused.err.strip().splitlines()) == 1
     assert json.loads((foreign / "kernel.json").read_text())["display_name"] == "mine"
     assert "ipykernel" not in packages(cli, "dl")
+    # a prefix whose share/ is a file, not a folder: refused before ipykernel is added
+    (tmp_path / "pfx").mkdir()
+    (tmp_path / "pfx" / "share").write_text("")
+    refused = cli("kernel", "install", "dl", "--prefix", str(tmp_path / "pfx"))
+    assert refused.code == 2 and "is not a folder" in refused.err and len(refused.err.strip().splitlines()) == 1
+    assert "ipykernel" not in packages(cli, "dl")
 
     installed = cli("kernel", "install", "dl", "--json")
     assert installed.code == 0, installed.err

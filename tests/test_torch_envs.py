@@ -317,7 +317,8 @@ def test_provision_reads_a_preset_pinned_to_a_patch_release(fake_nvml, torch_pre
 
 RANK_REPORT = """
 import json, os, sys
-keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+        "ENVCHECK_GLOBAL_BATCH", "ENVCHECK_PER_GPU_BATCH")
 seen = {k: os.environ.get(k) for k in keys}
 seen.update(prefix=sys.prefix, pid=os.getpid(), visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
 with open(os.path.join(sys.argv[1], "rank-%s.json" % os.environ.get("RANK")), "w") as fh:
@@ -421,6 +422,41 @@ def test_without_nproc_torch_takes_one_process_per_gpu_and_tensorflow_one(fake_n
     assert seen["RANK"] is None and seen["visible"] == "0,1"  # MirroredStrategy: one process, both GPUs
     bad = fake_nvml.cli(env, "run", "--env", "cu12", "--nproc", "0", "--", "true")
     assert bad.code == 2 and "--nproc 0" in bad.err
+
+
+def test_a_cpu_build_on_a_gpu_host_is_one_process_with_the_batch_as_given(fake_nvml, torch_home, scripts):
+    env = host(fake_nvml, torch_home, gpus=(A100, A100), **NEW_DRIVER)
+    out = scripts / "out"
+    r = fake_nvml.cli(env, "run", "--env", "cpu", "--batch-size", "32", "--", "python",
+                      str(scripts / "report.py"), str(out))
+    assert r.code == 0, r.err
+    (seen,) = rank_reports(out).values()
+    assert (seen["RANK"], seen["ENVCHECK_GLOBAL_BATCH"], seen["ENVCHECK_PER_GPU_BATCH"]) == (None, "32", "32")
+    assert "global batch" not in r.err
+
+
+STUBBORN = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
+if os.environ["RANK"] == "3":
+    time.sleep(1)
+    sys.exit(5)
+time.sleep(120)
+"""
+
+
+def test_ranks_are_stopped_together_not_one_grace_after_another(fake_nvml, torch_home, tmp_path):
+    """Three ranks ignoring SIGTERM when the fourth fails: one grace period for all of them
+    (about 2 s, plus the guard's slack), where one after another would take three."""
+    script = tmp_path / "stubborn.py"
+    script.write_text(STUBBORN)
+    env = host(fake_nvml, torch_home, **NEW_DRIVER)
+    started = time.monotonic()
+    r = fake_nvml.cli(env, "run", "--env", "cpu", "--nproc", "4", "--", "python", str(script))
+    elapsed = time.monotonic() - started
+    assert r.code == 5, r.err
+    assert sum("(stopped: another rank failed)" in line for line in r.err.splitlines()) == 3
+    assert elapsed < 6, elapsed  # ~3.4 s here: 1 s + one grace (2 s); one after another: ~7.5 s
 
 
 def test_a_failing_rank_stops_the_others_and_its_status_is_envchecks(fake_nvml, torch_home, scripts):
@@ -579,12 +615,14 @@ def test_unsatisfiable_with_an_unreachable_index_names_it_in_the_fix(cli, home, 
     (["https://alice:s3cr3t@example.com/simple"], "indexes[0]"),
     (["download.pytorch.org/whl/cpu"], "indexes[0]"),
     (["http://127.0.0.1:9/simple", "https://example.com/a simple"], "indexes[1]"),
+    (["https://example.com/simple?token=s3cr3t"], "indexes[0]"),  # a secret in a query: refused
 ])
 def test_a_bad_preset_index_is_exit_2_on_one_line(cli, home, local_wheels, indexes, key):
     write_preset(home, "pt", indexed_preset(*indexes))
     r = cli("env", "create", "pt", "--preset", "pt", "--find-links", str(local_wheels), timeout=60)
     assert r.code == 2, r.err
     assert r.err.count("\n") == 1 and f"key '{key}'" in r.err and "http(s) URL" in r.err
+    assert "s3cr3t" not in r.err
     assert not (home / "envs").exists() or not any((home / "envs").iterdir())
 
 
@@ -592,6 +630,22 @@ def test_a_preset_index_with_credentials_is_not_echoed(cli, home):
     write_preset(home, "pt", indexed_preset("https://alice:s3cr3t@example.com/simple"))
     r = cli("env", "create", "pt", "--preset", "pt", "--no-index", timeout=60)
     assert r.code == 2 and "s3cr3t" not in r.err
+
+
+def test_the_runtime_wheel_of_torchs_own_cuda_major_wins_in_a_mixed_env():
+    """TensorFlow's [and-cuda] may bring a CUDA 12 runtime next to torch 2.0's CUDA 11 one."""
+    from envcheck import frameworks
+
+    packages = {"torch": "2.0.1", "nvidia-cuda-runtime-cu11": "11.7.99", "nvidia-cudnn-cu11": "8.5.0.96",
+                "tensorflow": "2.15.0", "nvidia-cuda-runtime-cu12": "12.2.140", "nvidia-cudnn-cu12": "8.9.4.25"}
+    build = frameworks.build_from_packages(packages, "torch")
+    assert (build.version, build.cuda.split(".")[:2], build.cudnn.split(".")[:2]) == ("2.0.1", ["11", "7"], ["8", "5"])
+
+
+def test_framework_without_auto_is_bad_usage(cli, home):
+    r = cli("provision", "--preset", "pytorch-cpu", "--framework", "torch")
+    assert r.code == 2 and "--framework chooses among the presets of --auto" in r.err
+    assert not (home / "envs").exists()
 
 
 # -- check / doctor --framework -------------------------------------------------------------
@@ -620,6 +674,9 @@ def test_check_and_doctor_choose_among_the_frameworks_envs(fake_nvml, home, whee
     doc = doctor.json()
     assert doc["selection"]["selected"] == "pt" and doc["report"]["env"] == "pt"
     assert [x["name"] for x in doc["selection"]["ranking"]] == ["pt"]
+
+    named = fake_nvml.cli(env, "check", "--env", "tf", "--framework", "torch")  # a named env of another framework
+    assert named.code == 2 and "env tf has no PyTorch" in named.err
 
     for args in (["check", "--framework", "nope"], ["check", "--framework=nope"], ["doctor", "--framework", "nope"]):
         bad = fake_nvml.cli(env, *args)

@@ -53,3 +53,11 @@ def declare(*options):
         return func
 
     return decorate
+
+
+def confirm(question: str, declined: str) -> None:
+    """Ask on the terminal (the prompt on stderr, so stdout keeps only the result); a "no"
+    ends the command with exit 1 and ``declined`` ("nothing removed"), nothing changed."""
+    if not click.confirm(question, err=True):
+        click.echo(f"envcheck: {declined}", err=True)
+        raise click.exceptions.Exit(1)

@@ -6,7 +6,7 @@ import sys
 import click
 
 from . import views_cache  # noqa: F401  (registers the text renderers)
-from ._common import declare, pass_ctx
+from ._common import confirm, declare, pass_ctx
 from ..usecases.cache import DEFAULT_WAIT_S
 from .options import JSON, Option, positive_seconds
 
@@ -47,5 +47,5 @@ def clean(ctx, yes, wait, as_json):
     info = cache_info(ctx.session)
     if not yes:
         size = human_size(info.own.size.bytes) if info.own.size else "not made yet"
-        click.confirm(f"empty envcheck's uv cache {info.own.path} ({size})?", abort=True)
+        confirm(f"empty envcheck's uv cache {info.own.path} ({size})?", "nothing cleaned")
     ctx.finish(clean_cache(ctx.session, info, wait=wait), as_json)

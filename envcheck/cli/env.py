@@ -6,7 +6,7 @@ import sys
 import click
 
 from ..errors import UsageError
-from ._common import declare, index_options, index_settings, pass_ctx
+from ._common import confirm, declare, index_options, index_settings, pass_ctx
 from .options import JSON
 
 
@@ -98,7 +98,7 @@ def remove(ctx, name, yes):
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"refusing to remove env {name} without confirmation", "pass --yes")
-        click.confirm(f"remove env {name} at {target}?", abort=True)
+        confirm(f"remove env {name} at {target}?", "nothing removed")
     folder, kernels = remove_env(ctx.session, name)
     click.echo(f"removed env {name} ({folder})")
     for kernel in kernels:

@@ -7,7 +7,7 @@ declarations that ``_common.declare`` turns into click options. A parser raises
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..errors import UsageError
@@ -66,6 +66,8 @@ ENV = Option("--env", "env_name", "the env; auto = the one `envcheck select` pic
              "NAME|auto", show_default=True)
 FRAMEWORK = Option("--framework", "framework", "choose among envs of this framework only "
                    "(tensorflow, torch, jax)", None, framework_name, "NAME")
+AUTO_FRAMEWORK = replace(FRAMEWORK, help="with --auto: the presets of this framework only "
+                         "(default: every framework's)")
 REQUIRE_GPU = Option("--require-gpu", "require_gpu",
                      "not ready unless the env can train on a GPU here", False, is_flag=True)
 MIN_GPUS = Option("--min-gpus", "min_gpus", "GPUs the env must be able to use", 0, count, "N")

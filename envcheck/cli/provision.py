@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import click
 
-from .. import frameworks
 from ..usecases.provision import DEFAULT_WAIT
 from ._common import declare, index_options, index_settings, pass_ctx
-from .options import JSON, NO_SMOKE, TIMEOUT
+from .options import AUTO_FRAMEWORK, JSON, NO_SMOKE, TIMEOUT
 
 
 @click.command()
@@ -17,8 +16,7 @@ from .options import JSON, NO_SMOKE, TIMEOUT
 @click.option("--auto", is_flag=True,
               help="per framework: its CPU preset, plus its first GPU preset this host's driver, GPUs, "
                    "Pythons and libraries can run")
-@click.option("--framework", type=click.Choice(frameworks.names()), default=None,
-              help="--auto for this framework only (default: every framework with presets)")
+@declare(AUTO_FRAMEWORK)
 @declare(NO_SMOKE, TIMEOUT)
 @click.option("--wait", default=DEFAULT_WAIT, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
               help="how long to wait for another envcheck process building the same env")

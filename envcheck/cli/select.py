@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import click
 
-from .. import frameworks
 from ._common import declare, pass_ctx
-from .options import JSON
+from .options import FRAMEWORK, JSON
 
 
 @click.command()
 @click.option("--requires", multiple=True, metavar="REQ", help="a requirement the env must satisfy (repeatable)")
-@click.option("--framework", type=click.Choice(frameworks.names()), default=None,
-              help="only envs with this framework (default: any known framework)")
+@declare(FRAMEWORK)
 @click.option("--require-gpu", is_flag=True, help="exit 1 unless a GPU env can run here")
 @declare(JSON)
 @pass_ctx

@@ -113,8 +113,16 @@ def _na_notes(gpus: list) -> list[str]:
 
 
 def _envs(envs: list) -> list[str]:
-    rows = [(e.name, e.state, ", ".join(e.frameworks) or "none", e.python,
-             e.verdict or "not validated", e.depth, (e.validated or "")[:19] or None)
+    from .views_report import CHANGED
+
+    def verdict(e) -> str:
+        if not e.verdict:
+            return "not validated"
+        stale = ", ".join(CHANGED.get(key, key) for key in e.changed)
+        return f"{e.verdict} (out of date: {stale} changed since)" if stale else e.verdict
+
+    rows = [(e.name, e.state, ", ".join(e.frameworks) or "none", e.python, verdict(e), e.depth,
+             (e.validated or "")[:19] or None)
             for e in envs]
     return md_table(("Env", "State", "Framework", "Python", "Last verdict", "Depth", "Validated"),
                     rows)

@@ -100,7 +100,7 @@ class IndexSettings:
         not the installer's minutes of retries. With ``--no-index`` none is used."""
         if self.no_index:
             return self
-        new = tuple(u for u in urls if u not in self.extra_index_urls and u != self.index_url)
+        new = tuple(u for u in dict.fromkeys(urls) if u not in self.extra_index_urls and u != self.index_url)
         up = tuple(u for u in new if reachable(u, timeout))
         return replace(self, extra_index_urls=self.extra_index_urls + up,
                        unreachable=tuple(u for u in new if u not in up))
@@ -129,17 +129,27 @@ class IndexSettings:
 
 def reachable(url: str, timeout: float = 3.0) -> bool:
     """Does ``url`` answer HTTP at all within ``timeout`` (any status below 500)? Proxies as
-    the installers use them (``https_proxy``...)."""
+    the installers use them (``https_proxy``...). The name lookup counts too: a resolver that
+    hangs is not waited for (the probe runs in a daemon thread)."""
+    import threading
     import urllib.error
     import urllib.request
 
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
-            return True
-    except urllib.error.HTTPError as exc:
-        return exc.code < 500
-    except (OSError, ValueError):
-        return False
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+                answer.append(True)
+        except urllib.error.HTTPError as exc:
+            answer.append(exc.code < 500)
+        except (OSError, ValueError):
+            answer.append(False)
+
+    thread = threading.Thread(target=probe, name="envcheck-index-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
 
 
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")

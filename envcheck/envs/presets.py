@@ -232,11 +232,11 @@ def _indexes(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
         return ()
     urls = _string_list(path, data, "indexes", limit=LIMITS["indexes"])
     for index, url in enumerate(urls):
-        if not re.match(r"^https?://[^\s/@]+(/\S*)?$", url):
+        if not re.match(r"^https?://[^\s/@?#]+(/[^\s?#]*)?$", url):
             from .installers import redact
 
-            raise UsageError(f"{path}: key 'indexes[{index}]': {redact(url)!r} is not an http(s) URL "
-                             "without credentials",
+            raise UsageError(f"{path}: key 'indexes[{index}]': {redact(url.split('?')[0])!r} is not an "
+                             "http(s) URL without credentials or a query",
                              'write it like indexes = ["https://download.pytorch.org/whl/cpu"]; '
                              "credentials belong in pip's configuration, not in a preset")
     return tuple(urls)

@@ -320,8 +320,11 @@ class EnvStore:
         if not requirements:
             raise UsageError("no requirements given", f"envcheck env add {name} 'package>=1.0'")
         reqs = [str(parse_requirement(r)) for r in requirements]
-        choose_backend(installer, self._require_ready(name).manifest.get("installer"))  # bad input: before any write
-        settings = settings_from_pip_config().merged(index)
+        current = self._require_ready(name)
+        choose_backend(installer, current.manifest.get("installer"))  # bad input: before any write
+        # the preset's own indexes too (a torchvision added to pytorch-cpu comes from the CPU index)
+        preset_indexes = tuple(current.manifest.get("preset", {}).get("indexes") or ())
+        settings = settings_from_pip_config().merged(index).with_preset_indexes(preset_indexes)
         with self._changing(name):
             info = self._require_ready(name, self._current(name))  # as it is now, under the lock
             backend = choose_backend(installer, info.manifest.get("installer"))

@@ -22,19 +22,22 @@ def _variant_archs(version: Version, cuda: str) -> tuple[str, ...] | None:
     return None
 
 
-def _wheel_cuda(packages: Mapping[str, str]) -> tuple[str, str | None, str] | None:
+def _wheel_cuda(packages: Mapping[str, str], default_cuda: str) -> tuple[str, str | None, str] | None:
     """(CUDA, cuDNN, evidence) of the CUDA runtime wheel an env holds: PyPI's torch 1.13-2.10
     requires ``nvidia-cuda-runtime-cu11``/``-cu12`` (and ``nvidia-cudnn-cuXX``) at the exact
     versions it was built with; torch 2.11+ pulls them in through ``cuda-toolkit``, whose
-    runtime is ``nvidia-cuda-runtime`` (or ``-cu13``)."""
+    runtime is ``nvidia-cuda-runtime`` (or ``-cu13``). Another framework in the env may bring
+    a runtime of its own (TensorFlow's ``[and-cuda]``), so one of the CUDA major the release
+    was built for (``default_cuda``) is taken first, another only where it is the one there."""
+    found = []
     for name in ("nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11",
                  "nvidia-cuda-runtime"):
         runtime = packages.get(name)
-        if runtime is None:
-            continue
         try:
-            cuda = major_minor(runtime)
+            cuda = major_minor(runtime) if runtime else None
         except InvalidVersion:
+            cuda = None
+        if cuda is None:
             continue
         suffix = name.rpartition("-")[2]
         cudnn = packages.get(f"nvidia-cudnn-{suffix}") or packages.get("nvidia-cudnn")
@@ -42,8 +45,10 @@ def _wheel_cuda(packages: Mapping[str, str]) -> tuple[str, str | None, str] | No
             cudnn = major_minor(cudnn) if cudnn else None
         except InvalidVersion:
             cudnn = None
-        return cuda, cudnn, f"{name} {runtime}"
-    return None
+        found.append((cuda, cudnn, f"{name} {runtime}"))
+    major = default_cuda.split(".")[0]
+    same = [wheel for wheel in found if wheel[0].split(".")[0] == major]
+    return (same or found or [None])[0]
 
 
 def _read_build(dist: str, version: Version, shown: str, local: str | None,
@@ -53,7 +58,7 @@ def _read_build(dist: str, version: Version, shown: str, local: str | None,
         return None
     build = row_build("torch", dist, shown, row)
     if not local:
-        wheel = _wheel_cuda(packages or {})
+        wheel = _wheel_cuda(packages or {}, build.cuda)
         if wheel is None:
             return build
         cuda, cudnn, evidence = wheel

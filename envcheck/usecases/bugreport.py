@@ -27,6 +27,7 @@ class EnvVerdict:
     verdict: str | None = None  # None: never validated (or its report is unreadable)
     depth: str | None = None
     validated: str | None = None  # when
+    changed: list[str] = field(default_factory=list)  # what changed since (report.evidence): out of date
 
 
 @dataclass
@@ -65,17 +66,18 @@ def system_facts() -> dict[str, str]:
 
 def _env_verdicts(session) -> list[EnvVerdict]:
     from .. import frameworks as registry
-    from ..validation.reports import load_report
+    from .report import evidence
 
     out = []
     for info in session.store.list():
-        stored = load_report(session.home, info.name) if info.state == "ready" else None
+        found = evidence(session, info) if info.state == "ready" else None
+        stored, changed = (found.report, found.changed) if found else (None, [])
         dists = {d for fw in registry.detect(info.packages) for d in registry.get(fw).distributions}
         frameworks = [f"{name} {version}" for name, version in info.packages.items() if name in dists]
         out.append(EnvVerdict(info.name, info.state, frameworks,
                               info.manifest.get("python", {}).get("version"),
-                              stored and stored["verdict"], stored and stored.get("depth"),
-                              stored and stored["created"]))
+                              stored and stored.verdict, stored and stored.depth,
+                              stored and stored.created, changed))
     return out
 
 

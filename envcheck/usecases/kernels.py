@@ -150,6 +150,9 @@ def _check_writable(kernels: Path) -> None:
     existing = kernels
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"can't write Jupyter kernels into {kernels}: {existing} is not a folder",
+                         "install into your own Jupyter folder (no --prefix), or --prefix DIR you can write")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"can't write Jupyter kernels into {kernels}: {existing} is not writable by this user",
                          "install into your own Jupyter folder (no --prefix), or --prefix DIR you can write")
@@ -172,8 +175,12 @@ def install_kernel(session, name: str, *, prefix: str | None = None, installer: 
         if not info.python.exists():
             raise UsageError(f"env {name} was removed meanwhile", f"create it again, then envcheck kernel install {name}")
         spec = kernel_spec(info, _home(session))
-        folder = ks.write(kernels, ks.kernel_name(name), spec, _ipykernel_resources(info.path))
-        ks.record(info.path, kernels)
+        try:
+            folder = ks.write(kernels, ks.kernel_name(name), spec, _ipykernel_resources(info.path))
+            ks.record(info.path, kernels)
+        except OSError as exc:  # a place that passed the checks but can't be written after all
+            raise UsageError(f"can't write Jupyter kernels into {kernels}: {exc.strerror or exc}",
+                             "install into your own Jupyter folder (no --prefix), or --prefix DIR you can write") from None
     if not ks.searched(kernels):
         notes.append(f"Jupyter does not search {kernels}: start it with JUPYTER_PATH={kernels.parent}")
     return KernelInstalled(KernelStatus(ks.Kernelspec(folder, spec), "ok"), added, notes)

@@ -122,13 +122,14 @@ def per_gpu_batch(global_batch: int, gpus: int) -> int:
 
 def batch_sizes(batch: int, gpus: int, rule: str) -> tuple[int, int, str | None]:
     """(global batch, per-GPU batch, a note) under the framework's batch rule (``frameworks``):
-    "split" divides ``batch`` over the GPUs (MirroredStrategy); "per-device" gives each
-    GPU's process all of it (DistributedDataParallel), so the global batch is ``batch`` x GPUs."""
+    "split" divides ``batch`` over ``gpus`` (MirroredStrategy); "per-device" gives each of the
+    ``gpus`` processes all of it (DistributedDataParallel), so the global batch is ``batch`` x
+    processes."""
     if rule == "per-device":
         replicas = max(gpus, 1)
-        return batch * replicas, batch, (f"--batch-size {batch} is each process's batch under "
-                                         f"DistributedDataParallel (one process per GPU): global batch "
-                                         f"{batch * replicas} over {replicas}")
+        note = (f"--batch-size {batch} is each process's batch under DistributedDataParallel (one "
+                f"process per GPU): global batch {batch * replicas} over {replicas}") if replicas > 1 else None
+        return batch * replicas, batch, note
     return batch, per_gpu_batch(batch, gpus), None
 
 
@@ -218,7 +219,8 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     global_batch, per_gpu = batch_size, None
     if batch_size is not None:
         rule = framework.batch_rule if framework else "split"
-        replicas = ranks if ranks and rule == "per-device" else len(chosen or [])
+        # per-device: one batch per process (the command alone is one); split: over the GPUs
+        replicas = (ranks or 1) if rule == "per-device" else len(chosen or [])
         global_batch, per_gpu, note = batch_sizes(batch_size, replicas, rule)
         notes += [note] if note else []
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info,

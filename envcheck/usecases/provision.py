@@ -88,10 +88,14 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
 
     if not (names or files or auto):
         raise UsageError("nothing to provision", "pass --preset NAME, --preset-file F or --auto")
+    if framework is not None:
+        if not auto:
+            raise UsageError("--framework chooses among the presets of --auto",
+                             f"pass --auto --framework {framework}, or name presets with --preset")
+        frameworks.get(framework)  # an unknown name is bad input
     asked = [resolve_preset(home, name=n) for n in names] + [resolve_preset(home, file=f) for f in files]
     automatic = [resolve_preset(home, name=p.stem) for p in sorted(builtin_dir().glob("*.toml"))] if auto else []
     if framework is not None:
-        frameworks.get(framework)  # an unknown name is bad input
         automatic = [p for p in automatic if p.framework == framework]
     automatic.sort(key=_preference)
     covered: dict[str, str] = {}  # framework -> the GPU preset --auto makes for it
@@ -107,6 +111,8 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
             continue
         if explicit or preset.kind == "cpu":
             chosen[preset.name] = Planned(preset)
+            if explicit and preset.kind == "gpu":  # asked for by name: it covers its framework
+                covered.setdefault(preset.framework, preset.name)
         elif preset.framework in covered:
             chosen[preset.name] = Planned(preset, f"{covered[preset.framework]} already gives {preset.framework} "
                                                   "this host's GPUs (--auto makes one GPU env per framework)",

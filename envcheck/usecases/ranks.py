@@ -7,8 +7,8 @@ sees the same GPUs (``CUDA_VISIBLE_DEVICES``); a script picks ``cuda:LOCAL_RANK`
 torchrun.
 
 Supervision, as torchrun's: the ranks run until all have ended; the first that fails (a
-non-zero exit or a signal) gets the others stopped (SIGTERM, a grace, SIGKILL, each its whole
-tree), since a DDP job with a dead rank only hangs in its next collective. Ctrl-C, SIGTERM or
+non-zero exit or a signal) gets the others stopped (SIGTERM to all at once, one grace, SIGKILL,
+each its whole tree: ``processes.stop_all``), since a DDP job with a dead rank only hangs in its next collective. Ctrl-C, SIGTERM or
 SIGHUP stop every rank the same way; envcheck then ends as the command alone would have under
 that signal (130 for Ctrl-C, 143 for SIGTERM), as a scheduler reading the status expects. Each rank's end is returned, so every exit code is
 considered and shown, not only the first.
@@ -90,8 +90,8 @@ def run_ranks(executable: str, argv: list[str], environ: dict[str, str], nproc: 
                     on_end(end)
                     failing = failing or code != 0
                 if failing and children:
-                    for rank, child in list(children.items()):
-                        child.stop()
+                    processes.stop_all(list(children.values()))
+                    for rank, child in children.items():
                         end = RankEnd(rank, child.pid, child.returncode, stopped=True)
                         ends.append(end)
                         on_end(end)
@@ -99,6 +99,5 @@ def run_ranks(executable: str, argv: list[str], environ: dict[str, str], nproc: 
                 time.sleep(pause)
                 pause = min(2 * pause, processes.POLL_S * 5)
         finally:
-            for child in children.values():  # an interrupt: every rank still running goes
-                child.stop()
+            processes.stop_all(list(children.values()))  # an interrupt: every rank still running goes
     return ends

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import OperationError
+from ..errors import OperationError, UsageError
 from ..paths import Home
 from ..progress import SILENT, Progress
 
@@ -72,6 +72,12 @@ class Session:
             resolved = Resolved(info, selection, [note])
         else:
             resolved = Resolved(self.store.get(name))
+            if framework is not None:
+                from .. import frameworks
+
+                if framework not in frameworks.detect(resolved.info.packages):
+                    raise UsageError(f"env {name} has no {frameworks.get(framework).title}",
+                                     f"drop --framework, or --env auto to choose among {framework} envs")
         info = resolved.info
         if ready and info.state != "ready":
             raise OperationError(f"env {info.name} is {info.state}: {info.problem}",
