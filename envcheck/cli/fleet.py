@@ -1,0 +1,131 @@
+"""`envcheck fleet doctor|gpu|validate|check|provision`: the same command on every node of a
+Ray cluster, one aggregated answer.
+
+Each subcommand takes the fleet's options, then the options of the single-host command of
+its name, which are checked here (a bad one is exit 2 before the cluster is asked) and passed
+to every node. Two are the fleet's own: ``--json`` (the fleet's document; every node is asked
+for JSON anyway) and ``--timeout`` (how long the fleet waits for each node's answer); the
+node command's ``--timeout`` (seconds per device) is given as ``--device-timeout``.
+
+An index option whose URLs carry credentials (``provision --index-url https://user:token@...``)
+is not passed on the nodes' command line, where ``ps`` shows it, nor kept in the fleet's
+document: all the values of that option reach each node's envcheck in the ``PIP_*`` variable
+it reads as pip configuration, the same setting as the option (pip splits them on spaces).
+"""
+from __future__ import annotations
+
+import click
+
+from ..fleet.survey import BUSY_AFTER, COMMANDS, survey
+from ._common import declare, index_settings, pass_ctx
+from .options import JSON, Option, count, positive_seconds
+
+SUMMARIES = {
+    "gpu": "The driver, its CUDA version and the GPUs of every node.",
+    "check": "The pre-training gate on every node (answers from each node's stored validation).",
+    "doctor": "Each node's GPU state, envs and selected env validated, next steps.",
+    "validate": "Validate envs on every node, each holding its node's GPUs through Ray.",
+    "provision": "The installer hook on every node (idempotent), each holding its node's GPUs.",
+}
+DEVICE_TIMEOUT = ("doctor", "validate", "provision")  # node commands with --timeout per device
+REFUSED = {"--markdown": "the fleet asks each node for JSON; its text is a table of the nodes"}
+SECRET_CARRIERS = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTRA_INDEX_URL",
+                   "--find-links": "PIP_FIND_LINKS"}
+
+ADDRESS = Option("--address", "address", "the cluster (default: $RAY_ADDRESS, else the one started "
+                 "on this machine)", None, str, "HOST:PORT")
+NODES = Option("--nodes", "nodes", "only these nodes: labels KEY=VALUE or node ids (or prefixes), "
+               "comma-separated", None, str, "SELECTOR")
+INCLUDE_HEAD = Option("--include-head", "include_head", "ask the head node even if it has no GPUs",
+                      False, is_flag=True)
+MIN_READY = Option("--min-ready", "min_ready", "exit 0 when at least N nodes are ready (default: "
+                   "every node asked)", None, count, "N")
+DEVICE_TIMEOUT_OPTION = Option("--device-timeout", "device_timeout", "the nodes' own --timeout "
+                               "(seconds per device)", None, positive_seconds, "SECONDS")
+BUSY_AFTER_OPTION = Option("--busy-after", "busy_after", "a node whose GPUs other Ray work holds "
+                           "this long is `busy`", BUSY_AFTER, positive_seconds, "SECONDS", show_default=True)
+
+
+def timeout_option(default: float) -> Option:
+    return Option("--timeout", "timeout", "how long to wait for each node's answer; a node that "
+                  "gave none by then is `lost`", default, positive_seconds, "SECONDS", show_default=True)
+
+
+@click.group()
+def fleet() -> None:
+    """Run an envcheck command on every node of a Ray cluster; one aggregated answer.
+
+    Needs Ray on every node, in the Python that runs envcheck: pip install 'envcheck[fleet]'.
+    Run it on a node of the cluster (a Ray driver attaches to its local raylet). Each node
+    runs its own envcheck (the `envcheck` on its PATH, else `python -m envcheck` of the
+    Python Ray runs there) with its own env home and GPUs. Exit 0 when every node asked is
+    ready (or at least --min-ready of them), 1 otherwise, 2 on bad usage or no cluster to
+    connect to.
+    """
+
+
+def _forwarded(name: str, args: tuple[str, ...],
+               device_timeout: float | None) -> tuple[list[str], dict[str, str]]:
+    """The single-host command's options, checked by that command's own parser, and the
+    variables that carry its index URLs with credentials (see the module docstring)."""
+    from .main import main
+
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in REFUSED:
+            raise click.UsageError(f"{flag} can't be used with envcheck fleet: {REFUSED[flag]}")
+    forwarded = [*args, *(["--timeout", f"{device_timeout:g}"] if device_timeout is not None else [])]
+    single = main.get_command(click.get_current_context(), name)
+    parsed = single.make_context(f"envcheck {name}", list(forwarded))
+    if "index_url" in parsed.params:
+        index_settings(parsed.params["index_url"], parsed.params["extra_index_url"],
+                       parsed.params["find_links"], parsed.params["no_index"])
+    return _credentials_to_environment(forwarded)
+
+
+def _credentials_to_environment(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    from ..envs.installers import redact
+
+    values: dict[str, list[str]] = {flag: [] for flag in SECRET_CARRIERS}
+    rest: list[str] = []
+    tokens = iter(args)
+    for arg in tokens:
+        flag, eq, value = arg.partition("=")
+        if flag in SECRET_CARRIERS:
+            values[flag].append(value if eq else next(tokens, ""))
+        else:
+            rest.append(arg)
+    environment = {}
+    for flag, found in values.items():
+        if any(redact(v) != v for v in found):
+            environment[SECRET_CARRIERS[flag]] = " ".join(found)
+        else:
+            rest += [token for v in found for token in (flag, v)]
+    return rest, environment
+
+
+def _subcommand(name: str) -> click.Command:
+    spec = COMMANDS[name]
+
+    @pass_ctx
+    def run(ctx, address, nodes, include_head, timeout, min_ready, as_json, args,
+            device_timeout=None, busy_after=BUSY_AFTER):
+        from . import views_fleet  # noqa: F401  (registers the text renderer)
+
+        forwarded, environment = _forwarded(name, args, device_timeout)
+        ctx.finish(survey(name, forwarded, environment, address=address, nodes=nodes,
+                          include_head=include_head, timeout=timeout, min_ready=min_ready,
+                          busy_after=busy_after), as_json)
+
+    run.__doc__ = (f"{SUMMARIES[name]}\n\nOptions after the fleet's own are those of `envcheck {name}` "
+                   f"(see `envcheck {name} --help`), passed to every node.")
+    options = [ADDRESS, NODES, INCLUDE_HEAD, timeout_option(spec.timeout), MIN_READY]
+    options += [DEVICE_TIMEOUT_OPTION] if name in DEVICE_TIMEOUT else []
+    options += [BUSY_AFTER_OPTION] if spec.holds_gpus else []
+    command = declare(*options, JSON)(click.argument("args", nargs=-1, type=click.UNPROCESSED,
+                                                   metavar=f"[{name.upper()} OPTIONS]...")(run))
+    return click.command(name, context_settings={"ignore_unknown_options": True})(command)
+
+
+for _name in SUMMARIES:
+    fleet.add_command(_subcommand(_name))

@@ -1,0 +1,48 @@
+"""Text for `envcheck fleet`: a row per node, each node that is not ready with its first fix,
+then what the nodes have in common and the fleet's answer."""
+from __future__ import annotations
+
+from typing import Any
+
+from .render import colour, table, text
+
+
+@text("envcheck.fleet.aggregate:FleetResult")
+def fleet(result: Any) -> str:
+    lines = [f"envcheck fleet {result.command} at {result.address}: {len(result.nodes)} node(s) asked"]
+    rows = [("NODE", "ADDRESS", "LABELS", "RAY GPUS", "ENVCHECK", "EXIT", "VERDICT")]
+    rows += [_row(n) for n in result.nodes]
+    lines += table(rows) if result.nodes else ["no node to ask"]
+    bad = [n for n in result.nodes if not n.ready]
+    if bad:
+        lines += ["", "not ready:"]
+        for n in bad:
+            why = n.problem or n.verdict
+            lines.append(f"  {n.node.describe()}: {why}" + (f"; fix: {n.fix}" if n.fix else ""))
+    lines += [""] + _common(result)
+    lines += [f"left out: {n.describe()} (the head, no GPUs; --include-head asks it)" for n in result.left_out]
+    verdict = colour("ready") if result.ok else colour("NOT READY")
+    lines.append(f"fleet: {verdict}: {result.ready_count} of {len(result.nodes)} node(s) ready, "
+                 f"{result.needed} needed")
+    return "\n".join(lines)
+
+
+def _row(n: Any) -> tuple[str, ...]:
+    labels = ",".join(f"{k}={v}" for k, v in n.node.own_labels.items()) or "-"
+    gpus = f"{n.node.gpus} {n.node.accelerator_type or ''}".strip()
+    exit_code = "-" if n.exit_code is None else str(n.exit_code)
+    return (n.node.short_id + (" (head)" if n.node.is_head else ""), n.node.address, labels, gpus,
+            n.envcheck_version or "-", exit_code, colour(n.verdict))
+
+
+def _common(result: Any) -> list[str]:
+    summary = result.summary()
+    lines = [f"drivers: {', '.join(summary['driver_versions']) or 'none measured'}",
+             f"GPU models: {', '.join(summary['gpu_models']) or 'none'}"]
+    if result.other_versions:
+        others = ", ".join(f"{n.node.short_id} runs {n.envcheck_version}" for n in result.other_versions)
+        lines.append(f"envcheck versions differ: {others} (this envcheck: {result.envcheck_version})")
+    envs = summary["envs_ready_everywhere"]
+    if envs is not None:
+        lines.append(f"envs ready on every node: {', '.join(envs) or 'none'}")
+    return lines

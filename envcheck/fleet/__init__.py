@@ -1,0 +1,15 @@
+"""Fleet: envcheck on every node of a Ray cluster, one aggregated answer.
+
+Owns: the cluster as envcheck sees it (``cluster``: connect, the alive nodes, ``--nodes``),
+the task Ray runs on each node (``tasks``: the node's own ``envcheck COMMAND --json`` as a
+subprocess), sending one task per node and collecting the answers within the deadline
+(``dispatch``), reading each node's document (``reading``), and the ``envcheck.fleet/1``
+result with its summary (``aggregate``); ``survey`` is the use case the CLI calls.
+
+Ray is imported lazily, inside this package only (``cluster.import_ray`` first, which says how
+to install it when it is missing; ``dispatch`` once connected), and nowhere else in envcheck:
+without it every other command works as before.
+
+May import: ``envcheck.errors``, ``processes``, ``results`` and Ray. Never a framework (the
+nodes run envcheck as a subprocess), ``usecases`` or ``cli``.
+"""
