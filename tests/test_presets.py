@@ -43,14 +43,15 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 # --- built-ins ---------------------------------------------------------------------------
 
+BUILTINS = ["pytorch-cpu", "pytorch-cuda11", "pytorch-cuda12", "tensorflow-cpu", "tensorflow-gpu-cuda11-wheels",
+            "tensorflow-gpu-cuda11.2", "tensorflow-gpu-cuda12"]
+
+
 def test_builtins_load(home: Path):
     presets = available_presets(Home(home))
     assert list(presets) == BUILTINS
     assert all(p.origin == "builtin" for p in presets.values())
 
-
-BUILTINS = ["pytorch-cpu", "pytorch-cuda11", "pytorch-cuda12", "tensorflow-cpu", "tensorflow-gpu-cuda11-wheels",
-            "tensorflow-gpu-cuda11.2", "tensorflow-gpu-cuda12"]
 
 
 @pytest.mark.parametrize("name", [n for n in BUILTINS if "cpu" not in n])

@@ -208,13 +208,13 @@ def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
     if asked_gpus:
         _check_gpu_env(info, host, gpus)
     framework = _framework(info)
+    gpu_build = True  # only read where it decides the default: a per-device framework, no --nproc
     if nproc is None and framework is not None and framework.batch_rule == "per-device":
         from .. import frameworks
 
         build = frameworks.build_from_packages(info.packages, framework.name)
-        ranks, note = processes_to_start(None, chosen, framework, bool(build and build.gpu_capable))
-    else:
-        ranks, note = processes_to_start(nproc, chosen, framework)
+        gpu_build = bool(build and build.gpu_capable)
+    ranks, note = processes_to_start(nproc, chosen, framework, gpu_build)
     notes += [note] if note else []
     global_batch, per_gpu = batch_size, None
     if batch_size is not None:
