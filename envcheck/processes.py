@@ -14,11 +14,15 @@ Every child gets:
 
 Dying with envcheck, whatever ends it. While a child runs (``started``, ``run``), SIGTERM and
 SIGHUP raise ``Interrupted``, a KeyboardInterrupt, so they take Ctrl-C's path: stop the
-child's tree, remove temporary files, exit 130. SIGKILL can't be caught, and neither the
-process group nor PR_SET_PDEATHSIG reach a grandchild that called setsid() (the death signal
-is cleared on fork, setsid leaves the group). So on Linux every child is started under a
-*guard*, ``_guard.py`` run by envcheck's own interpreter (``python -I -S``, about 6 ms: it
-imports four standard modules, so it is a file of its own). The guard
+child's tree, remove temporary files, exit 130. In envcheck's command line only the first
+interrupt raises (``end_at_first_interrupt``, from ``_guard``): a second one, landing in the
+clean-up or the interpreter's shutdown, would print a traceback, not stop anything sooner; and
+``Child.stop`` reaps the child even when an interrupt cuts its grace short. SIGKILL can't be
+caught, and neither the process group nor PR_SET_PDEATHSIG reach a grandchild that called
+setsid() (the death signal is cleared on fork, setsid leaves the group). So on Linux every
+child is started under a *guard*, ``_guard.py`` run by envcheck's own interpreter
+(``python -I -S``, about 6 ms: it imports four standard modules, so it is a file of its own).
+The guard
 
 1. asks the kernel for SIGTERM when envcheck dies (PR_SET_PDEATHSIG), then checks that
    envcheck is still its parent, so even a SIGKILL of envcheck is noticed;
@@ -61,11 +65,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from ._guard import reset_signals
+from ._guard import Interrupted, Interrupts, end_at_first_interrupt, exit_quietly, on_interrupt, reset_signals
 
-__all__ = ["STRIPPED", "Child", "Completed", "Interrupted", "clean_environ", "env_environ", "wheel_library_dirs",
-           "reset_signals", "run", "signals_interrupt", "start", "started", "stop_all",
-           "temporary_directory"]
+__all__ = ["STRIPPED", "Child", "Completed", "Interrupted", "clean_environ", "end_at_first_interrupt",
+           "env_environ", "exit_quietly", "wheel_library_dirs", "reset_signals", "run",
+           "signals_interrupt", "start", "started", "stop_all", "temporary_directory"]
 
 STRIPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT",
             "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
@@ -118,23 +122,13 @@ def wheel_library_dirs(env_dir: Path | str) -> list[str]:
 
 # -- signals ---------------------------------------------------------------------------------
 
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP while a child runs: the Ctrl-C path, with the signal's number."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _interrupt(signum, frame):
-    raise Interrupted(signum)
-
-
 @contextmanager
 def signals_interrupt() -> Iterator[None]:
     """Inside: SIGTERM and SIGHUP raise ``Interrupted`` (SIGINT raises KeyboardInterrupt
     anyway). A signal the caller ignores (``nohup``) stays ignored; outside the main thread,
-    nothing changes (Python only handles signals there)."""
+    nothing changes (Python only handles signals there). After the command line's first
+    interrupt the handlers stay (doing nothing): restoring SIG_DFL would let a second SIGTERM
+    kill envcheck in the middle of its clean-up."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -142,12 +136,13 @@ def signals_interrupt() -> Iterator[None]:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         current = signal.getsignal(sig)
         if current is not signal.SIG_IGN and current is not None:
-            previous[sig] = signal.signal(sig, _interrupt)
+            previous[sig] = signal.signal(sig, on_interrupt)
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if not Interrupts.raised:  # else the command line is on its way out: later ones stay no-ops
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 # -- starting and stopping -------------------------------------------------------------------
@@ -213,34 +208,40 @@ class Child:
         self.popen.wait()
 
     def stop(self, grace: float | None = None) -> None:
-        """SIGTERM to the group, ``grace`` seconds, SIGKILL; returns once the child is reaped."""
+        """SIGTERM to the group, ``grace`` seconds, SIGKILL; returns once the child is reaped,
+        and an interrupt during the grace only makes it SIGKILL sooner: no child is left for
+        ``Popen.__del__`` to find running."""
         if self.popen.returncode is not None:
             return
-        if not _exited(self.pid):
-            _killpg(self.pid, signal.SIGTERM)
-            grace = self.grace if grace is None else grace
-            try:
-                self.wait(grace + (GUARD_SLACK_S if self.guarded else 0.0))
-            except TimeoutExpired:
-                pass
-        self._reap()
+        try:
+            if not _exited(self.pid):
+                _killpg(self.pid, signal.SIGTERM)
+                grace = self.grace if grace is None else grace
+                try:
+                    self.wait(grace + (GUARD_SLACK_S if self.guarded else 0.0))
+                except TimeoutExpired:
+                    pass
+        finally:
+            self._reap()
 
 
 def stop_all(children: Sequence[Child], grace: float = GRACE_S) -> None:
     """``Child.stop`` for several at once: SIGTERM to every group first, then one shared
     ``grace`` for all, then SIGKILL to what is left; so stopping N children takes one grace,
     not N (a scheduler's kill window is short)."""
-    running = [c for c in children if c.popen.returncode is None and not _exited(c.pid)]
-    for child in running:
-        _killpg(child.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace + (GUARD_SLACK_S if any(c.guarded for c in running) else 0.0)
-    pause = 0.001
-    while any(not _exited(c.pid) for c in running) and time.monotonic() < deadline:
-        time.sleep(pause)
-        pause = min(2 * pause, POLL_S)
-    for child in children:
-        if child.popen.returncode is None:
-            child._reap()
+    try:
+        running = [c for c in children if c.popen.returncode is None and not _exited(c.pid)]
+        for child in running:
+            _killpg(child.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace + (GUARD_SLACK_S if any(c.guarded for c in running) else 0.0)
+        pause = 0.001
+        while any(not _exited(c.pid) for c in running) and time.monotonic() < deadline:
+            time.sleep(pause)
+            pause = min(2 * pause, POLL_S)
+    finally:  # an interrupt during the grace: SIGKILL now, but reap every one
+        for child in children:
+            if child.popen.returncode is None:
+                child._reap()
 
 
 def start(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str], stdin=DEVNULL,

@@ -218,6 +218,122 @@ def test_the_tree_dies_with_its_parent_however_the_parent_ends(
     assert_emptied(tmp)
 
 
+# --- interrupts in envcheck's command line ---------------------------------------------------
+
+# The command line's way with interrupts, in a process of its own: the first raises, then a
+# storm of SIGINT, SIGTERM and SIGHUP lands in a finalizer, the clean-up, after the block that
+# made SIGTERM an interrupt, in an atexit function and (with a thread) threading._shutdown, as
+# a held Ctrl-C or a repeating supervisor sends them.
+STORM = """
+import atexit, os, signal, sys, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runs in background
+sys.path.insert(0, {root!r})
+from envcheck import processes
+
+def storm():
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) * 3:
+        os.kill(os.getpid(), sig)
+    time.sleep(0.05)
+
+class Finalized:
+    def __del__(self):
+        storm()
+
+processes.end_at_first_interrupt()
+code = 0
+with processes.signals_interrupt():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(60)
+    except KeyboardInterrupt:
+        Finalized()
+        storm()
+        code = 130
+storm()  # out of the block too: SIGTERM and SIGHUP must not find SIG_DFL back
+atexit.register(storm)
+if {thread!r}:
+    threading.Thread(target=lambda: (time.sleep(0.1), storm(), time.sleep(0.1))).start()
+processes.exit_quietly(code)
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["alone", "with-a-thread"])
+def test_interrupts_after_the_first_change_nothing_and_print_nothing(thread: bool):
+    proc = subprocess.run([sys.executable, "-c", STORM.format(root=str(ROOT), thread=thread)],
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "")
+
+
+DROPPED = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.path.insert(0, {root!r})
+from envcheck import processes
+
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        len([])  # a call: Python handles the signal here, inside the finalizer
+
+processes.end_at_first_interrupt()
+Finalized()
+print("dropped", flush=True)
+try:
+    signal.raise_signal(signal.SIGINT)
+    time.sleep(60)
+except KeyboardInterrupt:
+    print("the next one raised")
+"""
+
+
+def test_an_interrupt_dropped_in_a_finalizer_prints_nothing_and_the_next_one_raises():
+    proc = subprocess.run([sys.executable, "-c", DROPPED.format(root=str(ROOT))],
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "dropped\nthe next one raised\n", "")
+
+
+STOPPED = """
+import json, os, signal, sys, threading
+sys.path.insert(0, {root!r})
+from envcheck import processes
+
+stubborn = "import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(os.getpid(), flush=True); time.sleep(1000)"
+child = processes.start([sys.executable, "-c", stubborn], env=processes.clean_environ(),
+                        stdout=processes.PIPE, grace=600)
+pid = int(child.popen.stdout.readline())
+threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    child.stop()
+except KeyboardInterrupt:
+    print(json.dumps({{"returncode": child.returncode, "pid": pid}}))
+"""
+
+
+def test_an_interrupt_during_stops_grace_kills_and_reaps_the_child_at_once():
+    """A command that ignores SIGTERM, and a 600 s grace: the interrupt ends the wait, and
+    ``stop`` still reaps it (nothing left for ``Popen.__del__`` to find running)."""
+    proc = subprocess.run([sys.executable, "-c", STOPPED.format(root=str(ROOT))],
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    stopped = json.loads(proc.stdout)
+    assert stopped["returncode"] == -signal.SIGKILL
+    assert_gone([stopped["pid"]])
+
+
+def test_a_guard_whose_envcheck_stopped_listening_carries_on_quietly():
+    """envcheck interrupted while it waits for the guard's word closes its end: the guard's
+    write fails (EPIPE) and it goes on without a traceback (envcheck's SIGTERM follows)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-S", str(Path(processes.__file__).with_name("_guard.py")),
+                               str(os.getpid()), str(write), "2.0", "0", sys.executable, "-c", "pass"],
+                              pass_fds=(write,), capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
 # --- interpreters that hang or print garbage --------------------------------------------------
 
 HANG_SH = """

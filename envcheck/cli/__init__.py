@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 
+from .._guard import Interrupts, end_at_first_interrupt, exit_quietly  # cheap; processes is not
 from ..errors import EnvcheckError
 
 
@@ -30,6 +31,14 @@ def _dispatch(argv: list[str]) -> int | None:
     return main.main(args=argv, prog_name="envcheck", standalone_mode=False)
 
 
+def _error(line: str) -> None:
+    """An error line on stderr, through ``render.safe``: it may quote text from outside (a name,
+    a GPU's answer) that holds control characters or bytes that aren't UTF-8."""
+    from .render import safe
+
+    print(safe(line), file=sys.stderr)
+
+
 def _click_exit_code(exc: Exception) -> int | None:
     """Exit code for click's own exceptions (None when ``exc`` is not one of them)."""
     if "click" not in sys.modules:
@@ -41,8 +50,7 @@ def _click_exit_code(exc: Exception) -> int | None:
         return 130
     if isinstance(exc, click.UsageError):
         where = exc.ctx.command_path if exc.ctx else "envcheck"
-        print(f"envcheck: error: {exc.format_message().rstrip('.')}; fix: see `{where} --help`",
-              file=sys.stderr)
+        _error(f"envcheck: error: {exc.format_message().rstrip('.')}; fix: see `{where} --help`")
         return 2
     if isinstance(exc, click.ClickException):
         exc.show()
@@ -53,21 +61,29 @@ def _click_exit_code(exc: Exception) -> int | None:
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Console-script entry: every error becomes one line and an exit code."""
+    """Console-script entry: every error becomes one line and an exit code. However many
+    interrupts arrive, and wherever they land, the first ends the command (130) and the others
+    do nothing: no traceback, no "Exception ignored" (see ``processes.end_at_first_interrupt``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     verbose = "-v" in argv or "--verbose" in argv
     try:
-        code = _dispatch(argv)
+        try:
+            end_at_first_interrupt()
+            code = _dispatch(argv)
+        finally:  # before any call: no interrupt raises from here on (one raised before is caught below)
+            Interrupts.decided = True
     except EnvcheckError as exc:
         if verbose:
             import traceback
 
             traceback.print_exc()
-        print(f"envcheck: error: {exc}", file=sys.stderr)
+        _error(f"envcheck: error: {exc}")
         code = exc.exit_code
     except KeyboardInterrupt:
         print("envcheck: interrupted", file=sys.stderr)
         code = 130
+    except SystemExit as exc:  # `envcheck run` ends as its ranks did
+        code = exc.code
     except BrokenPipeError:
         code = 0
     except Exception as exc:
@@ -75,8 +91,6 @@ def run(argv: list[str] | None = None) -> None:
         if code is None:  # a bug of ours: one line, the traceback only with -v
             if verbose:
                 raise
-            print(f"envcheck: internal error: {type(exc).__name__}: {exc} (run with -v for details)",
-                  file=sys.stderr)
+            _error(f"envcheck: internal error: {type(exc).__name__}: {exc} (run with -v for details)")
             code = 1
-    sys.stdout.flush()
-    sys.exit(code or 0)
+    exit_quietly(code or 0)

@@ -13,8 +13,10 @@ each step is one ``rename``), with names ``NAME.WHAT-PID``:
 ``Scratch.recover`` (called with the env's lock held, which proves the writer is gone) reads
 what is left: an add intent whose env is not committed (``changing``, or no manifest) is
 rolled back from its backup; any other leftover is deleted; each action is one line for
-``notice``. Renames run with SIGINT/SIGTERM/SIGHUP held (``signals_held``), so a second Ctrl-C
-can't cut a rollback in half; a SIGKILL can, and the intent makes the next ``recover`` finish it.
+``notice``. Renames run with SIGINT/SIGTERM/SIGHUP held (``signals_held``), so a Ctrl-C can't
+cut a rollback in half (in the command line a second one does nothing at all: see
+``processes.end_at_first_interrupt``); a SIGKILL can, and the intent makes the next ``recover``
+finish it.
 
 Also here: a write that fails for a reason of the disk (read-only, full, no inodes, quota,
 permissions) said plainly with where (``disk_errors``).
@@ -145,23 +147,6 @@ def discard(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM takes the same clean-up path as Ctrl-C while an env is being changed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
