@@ -6,7 +6,6 @@ import io
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from envcheck.errors import UsageError
 from envcheck.validation import diagnose as diagnose_module
 from envcheck.validation.diagnose import catalogue, diagnose, diagnose_file, diagnose_stream
+from test_diagnose_families import FAMILY_MESSAGES
 
 try:  # the regex parser, only to check that every pattern's match has a bounded length
     from re import _parser as sre_parse
@@ -175,7 +175,8 @@ def test_every_catalogue_entry_is_covered():
     assert sorted(e.number for e in entries if e.number) == list(range(1, 21))
     assert [e.id for e in entries if e.severity == "info"] == ["tensorrt-not-found",
                                                               "nvidia-smi-cuda-version"]
-    assert {e.id for e in entries} == {expected for expected, _ in MESSAGES + REAL_LOG_MESSAGES}
+    real = MESSAGES + REAL_LOG_MESSAGES + [(expected, m) for _, expected, m, _ in FAMILY_MESSAGES]
+    assert {e.id for e in entries} == {expected for expected, _ in real}
     assert all(link.startswith("https://") for e in entries for link in e.links)
     assert all(e.cause and e.fix and e.title for e in entries)
 
@@ -254,10 +255,10 @@ def test_cli_on_a_file_exits_1_when_it_finds_an_error(cli, tmp_path: Path):
     log.write_text(LOG)
     result = cli("diagnose", str(log))
     assert result.code == 1, result.err
-    assert "[error] #5 driver-too-old" in result.out
+    assert "1. [error] driver-too-old: the NVIDIA driver is older" in result.out
     assert "  line 2: CUDA driver version is insufficient for CUDA runtime version" in result.out
     assert "  fix: Upgrade the NVIDIA driver" in result.out
-    assert "[info] tensorrt-not-found" in result.out
+    assert "2. [info] tensorrt-not-found" in result.out
     assert f"1 error and 1 info in {log} (3 lines)" in result.out
 
 
@@ -284,7 +285,20 @@ def test_cli_clean_log_exits_0(cli, tmp_path: Path):
 
 def test_cli_info_findings_alone_exit_0(cli):
     result = cli("diagnose", "-", input="TF-TRT Warning: Could not find TensorRT\n")
-    assert result.code == 0 and "[info] tensorrt-not-found" in result.out
+    assert result.code == 0 and "1. [info] tensorrt-not-found" in result.out
+    assert result.out.rstrip().endswith("0 errors and 1 info in stdin (1 line)")
+
+
+def test_cli_numbers_every_finding(cli):
+    """Issue 18 point 5: the findings are numbered 1..n, not only those with a reference number."""
+    log = "\n".join(["NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+                     "TF-TRT Warning: Could not find TensorRT",
+                     "Failed to initialize NVML: Driver/library version mismatch"])
+    result = cli("diagnose", "-", input=log)
+    heads = [line.split(":")[0] for line in result.out.splitlines() if line[:3].rstrip(". ").isdigit()]
+    assert heads == ["1. [error] nvidia-driver-not-loaded", "2. [info] tensorrt-not-found",
+                     "3. [error] driver-library-mismatch"], result.out
+    assert result.code == 1 and "2 errors and 1 info in stdin (3 lines)" in result.out
 
 
 def test_cli_binary_bytes_are_tolerated(cli, tmp_path: Path):
@@ -315,16 +329,15 @@ def test_a_result_maps_to_the_exit_code():
 
 # --- linear time, bounded memory --------------------------------------------------------------
 
-def test_a_300_kb_line_is_diagnosed_in_bounded_time():
+def test_a_300_kb_line_of_near_misses_is_diagnosed():
     """Issue 10 point 19. On this 400 KB line of near misses the quadratic patterns took about
-    4 s (5.6 s on the issue's 300 KB line); streamed with bounded patterns it takes about 10 ms.
-    The bound is generous: this is not a benchmark."""
+    4 s (5.6 s on the issue's 300 KB line). Linear time is held structurally (every repetition
+    bounded: ``test_every_pattern_is_bounded_and_every_match_holds_a_literal``) and measured in
+    ``bench/bench_diagnose.py``, not timed here; this checks the answer on such a line."""
     line = ("NCCL error in: " * 27_000 + "kernel version " * 1_000
             + " RuntimeError: CUDA error: no kernel image is available for execution on the device")
     assert len(line) > 300_000
-    start = time.perf_counter()
     findings = diagnose(f"start\n{line}\nend\n")
-    assert time.perf_counter() - start < 1
     assert [(f.id, f.line_number) for f in findings] == [("no-kernel-image", 2)]
     assert len(findings[0].line) <= diagnose_module.LINE_SHOWN + 2
     assert findings[0].line.endswith("no kernel image is available for execution on the device")

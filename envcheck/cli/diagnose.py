@@ -18,8 +18,9 @@ from .options import JSON
 def diagnose(ctx, log: str, as_json: bool) -> None:
     """Find known GPU/CUDA failures in a log FILE (or stdin: -), each with its cause and fix.
 
-    The log is streamed, so its size doesn't matter (up to 4 GiB). Exit 1 when an error was
-    found, 0 when none was, 2 when the log can't be read.
+    The log is streamed, so its size doesn't matter (up to 4 GiB; input with no line break in
+    64 MiB is not a text log and is refused). Exit 1 when an error was found, 0 when none was, 2
+    when the log can't be read.
     """
     from ..validation.diagnose import diagnose_file, diagnose_stream
 

@@ -1,7 +1,8 @@
 """Known "GPU not seen / not usable" failures in a log: message pattern -> cause -> fix.
 
 The catalogue is ``envcheck/data/catalogue.json`` (reference/diagnosis-catalogue.md as data,
-plus the messages people hit in TensorFlow and PyTorch logs), read once.
+plus the messages people hit in TensorFlow, PyTorch, JAX, NCCL, container and kernel logs, each
+with the public threads where its cause was settled), read once.
 
 Diagnosis takes time linear in the log's size and memory bounded whatever the log:
 
@@ -12,7 +13,14 @@ Diagnosis takes time linear in the log's size and memory bounded whatever the lo
 - each window is searched for the catalogue's literals first (``bytes.find`` on the
   lower-cased window: a C loop, no backtracking); a pattern runs only on a line holding one
   of its entry's literals, and an entry already found is not searched for again;
-- every repetition in a pattern is bounded, so a pattern runs in time linear in the line.
+- every repetition in a pattern is bounded, so a pattern runs in time linear in the line;
+- input is read up to ``MAX_BYTES``, and a run of ``MAX_RUN`` bytes with no line break (``\\n`` or
+  ``\\r``) is refused as not a text log: an endless stream without newlines (``/dev/zero``, a
+  binary pipe) gets its answer after 64 MiB (seconds) instead of after 4 GiB.
+
+Log prefixes (timestamps, ``file.cc:123]``, ``[rank0]:``, syslog's ``#012`` for a newline) need no
+stripping: patterns are searched, never anchored, and none spans the place a prefix or a wrapped
+line's break would fall.
 
 ``diagnose(text)`` (validate applies it to smoke stderr) and ``diagnose_stream`` /
 ``diagnose_file`` (the CLI: a ``Diagnosis`` result) share this path.
@@ -35,6 +43,7 @@ WINDOW = 1 << 20  # bytes read at a time; a window holds at most about two of th
 OVERLAP = 4096  # bytes repeated between the pieces of a long line: more than any match
 LINE_SHOWN = 1000  # characters of a matching line shown; a longer one is cut around the match
 MAX_BYTES = 4 << 30  # a bigger log is refused with the fix: diagnose its end (a minute of reading)
+MAX_RUN = 64 << 20  # bytes with no line break (LF or CR) after which input is not a text log
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,7 @@ class _Reader:
     def __init__(self, stream: BinaryIO, source: str):
         self.stream, self.source = stream, source
         self.bytes = self.newlines = 0
+        self.run = 0  # bytes since the last LF or CR
         self.last = b"\n"
 
     @property
@@ -169,6 +179,10 @@ class _Reader:
                 raise _too_big(self.source)
             self.newlines += data.count(b"\n")
             self.last = data[-1:]
+            brk = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            self.run = len(data) - brk - 1 if brk >= 0 else self.run + len(data)
+            if self.run > MAX_RUN:
+                raise _no_line_breaks(self.source, self.lines)
         return data
 
 
@@ -182,6 +196,13 @@ def _too_big(source: str) -> UsageError:
     return UsageError(f"{name} is larger than the {MAX_BYTES >> 30} GiB that diagnose reads",
                       f"diagnose the log's end: tail -c 1G {'FILE' if source == '-' else source}"
                       " | envcheck diagnose -")
+
+
+def _no_line_breaks(source: str, line: int) -> UsageError:
+    name = "stdin" if source == "-" else source
+    return UsageError(f"{name} has {MAX_RUN >> 20} MiB without a line break (line {line}): not a text log",
+                      "give diagnose the text log the job wrote; for a binary file, its text: "
+                      f"strings {'FILE' if source == '-' else source} | envcheck diagnose -")
 
 
 def _windows(reader: _Reader) -> Iterator[tuple[int, bytes]]:
