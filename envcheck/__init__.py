@@ -6,9 +6,14 @@ __all__ = ["__version__", "ensure_ready", "NotReady"]
 
 
 def __getattr__(name: str):
-    # The gate is imported only when asked for, so `import envcheck` stays cheap.
-    if name in ("ensure_ready", "NotReady"):
-        from .usecases import gate
+    # The gate is imported only when asked for, so `import envcheck` stays cheap. NotReady is
+    # the class an env's own copy of the gate client raises too (data/gate_client.py).
+    if name == "ensure_ready":
+        from .usecases.gate import ensure_ready
 
-        return getattr(gate, name)
-    raise AttributeError(name)
+        return ensure_ready
+    if name == "NotReady":
+        from .data.gate_client import NotReady
+
+        return NotReady
+    raise AttributeError(f"module 'envcheck' has no attribute {name!r}")

@@ -7,17 +7,24 @@
         presets/*.toml        user presets
         logs/                 full installer output of failed operations
         cache/uv              uv's cache, on the same filesystem as the envs (hard links)
+        lib/                  on every env's path: envcheck/ (a copy of data/gate_client.py, the
+                              envs' `envcheck.ensure_ready`) and envcheck-python (who answers it)
 """
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the gate's fast path)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MANIFEST_NAME = "envcheck.json"
 REPORT_NAME = "envcheck-report.json"
 
 
 def default_home() -> Path:
+    from pathlib import Path  # here, not above: the gate's stored-pass answer reads the names only
+
     env = os.environ.get("ENVCHECK_HOME")
     if env:
         return Path(env).expanduser()
@@ -30,6 +37,8 @@ class Home:
     """The env home. Pure path arithmetic: creating folders is the caller's business."""
 
     def __init__(self, root: Path | str | None = None):
+        from pathlib import Path
+
         self.root = Path(root).expanduser() if root else default_home()
 
     @property

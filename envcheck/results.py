@@ -7,19 +7,18 @@ README's table (0 done/ready, 1 not ready or failed, 2 bad input). Text renderer
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 
 class Result:
-    """Base class of use-case results (subclasses are dataclasses)."""
+    """Base class of use-case results (subclasses are dataclasses, but for the gate's). Imports
+    nothing, not even ``typing``: the gate's stored-pass answer builds one."""
 
-    schema: ClassVar[str] = ""
+    schema = ""  # each subclass: "envcheck.<thing>/1"
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict:
         """The document's fields after ``schema``."""
         raise TypeError(f"{type(self).__name__} must define body()")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict:
         return {"schema": self.schema, **self.body()}
 
     @property

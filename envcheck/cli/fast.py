@@ -1,21 +1,31 @@
-"""The pre-training gate without click: ``envcheck [--home H] [-v] check [options]``.
+"""The pre-training gate without click: ``envcheck [--home H] [-v] [-q] check [options]``.
 
-The options are ``cli.options.CHECK``, the declarations the click command is built from, in
-their plain spellings (``--env NAME``, ``--require-gpu``); anything else (``--help``,
-``--env=NAME``, a typo) returns None and the click command handles it, so both paths give
-the same answers and click keeps every error message.
+A job calls the gate before every start, so a stored pass is answered here importing almost
+nothing: argv parsed by hand, the env's manifest and stored report read, the fingerprint
+computed with ``validation.freshness`` (the one definition the full path uses too) and the
+host's facts from ``host.library`` (NVML probed only where its library loads). Everything
+else goes on to the full path: with the session (and the host already probed, so NVML is
+initialised once) when the call is ``check`` in the plain spellings below but the stored
+report can't say "ready"; to click for anything else (``--help``, ``--env=NAME``, a typo, a
+bad value), so click keeps every error message.
 """
 from __future__ import annotations
 
+import json
 import os
 
+REPORT_SCHEMA = "envcheck.report/1"  # = validation.reports.SCHEMA (a test holds them equal)
+# `check`'s options as cli.options.CHECK declares them (a test holds them equal): flag -> dest
+VALUED = {"--env": "env_name", "--framework": "framework", "--min-gpus": "min_gpus", "--max-age": "max_age"}
+SWITCHES = {"--require-gpu": "require_gpu", "--smoke": "smoke", "--json": "as_json"}
+GLOBAL_SWITCHES = ("-v", "--verbose", "-q", "--quiet")
 
-def _parse(argv: list[str]):
-    from .options import CHECK
 
+def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
+    """(--home, the options as given) for ``check`` in plain spellings, else None."""
     args = list(argv)
     home = None
-    while args and args[0] in ("--home", "-v", "--verbose"):
+    while args and (args[0] == "--home" or args[0] in GLOBAL_SWITCHES):
         if args[0] == "--home":
             if len(args) < 2:
                 return None
@@ -24,23 +34,17 @@ def _parse(argv: list[str]):
             args = args[1:]
     if not args or args[0] != "check":
         return None
-    by_flag = {o.flag: o for o in CHECK}
-    values = {o.dest: o.default for o in CHECK}
+    given: dict = {}
     rest = args[1:]
     while rest:
-        option = by_flag.get(rest.pop(0))
-        if option is None:
-            return None
-        if option.is_flag:
-            values[option.dest] = True
-        elif rest and not rest[0].startswith("-"):
-            values[option.dest] = rest.pop(0)
+        flag = rest.pop(0)
+        if flag in SWITCHES:
+            given[SWITCHES[flag]] = True
+        elif flag in VALUED and rest and not rest[0].startswith("-"):
+            given[VALUED[flag]] = rest.pop(0)
         else:
             return None
-    for option in CHECK:
-        if option.parse is not None and isinstance(values[option.dest], str):
-            values[option.dest] = option.convert(values[option.dest])
-    return home, values
+    return home, given
 
 
 def fast_check(argv: list[str]) -> int | None:
@@ -48,12 +52,110 @@ def fast_check(argv: list[str]) -> int | None:
     parsed = _parse(argv)
     if parsed is None:
         return None
-    home_dir, values = parsed
+    home_dir, given = parsed
+    root = home_dir or os.environ.get("ENVCHECK_HOME")
+    if root:
+        root = os.path.expanduser(root)
+    else:
+        from ..paths import default_home
+
+        root = str(default_home())
+    from ..envs.gate_link import repair
+
+    repair(root)
+    answer, host = _stored_pass(root, given)
+    if answer is None:
+        return _full(root, given, host)
+    from .render import emit
+
+    return emit(answer, bool(given.get("as_json")))
+
+
+def _stored_pass(root: str, given: dict):
+    """(the gate's "ready" from env NAME's stored report, the host if it was probed), or
+    (None, that host) when only the full path can answer."""
+    from ..errors import UsageError
+    from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
+
+    name = given.get("env_name", "auto")
+    if name == "auto" or "framework" in given or not _plain(name) or _left_over(root, name):
+        return None, None
+    try:
+        min_gpus = int(given.get("min_gpus", "0"))
+        max_age = parse_age(given.get("max_age", DEFAULT_MAX_AGE))
+    except (ValueError, UsageError):  # the full path says what is wrong with it
+        return None, None
+    from ..envs.metadata import env_python, installed_packages
+    from ..host.library import facts_without_nvml
+    from ..paths import MANIFEST_NAME, REPORT_NAME
+    from ..validation import freshness
+
+    env_dir = os.path.join(root, "envs", name)
+    manifest, report = _json(os.path.join(env_dir, MANIFEST_NAME)), _json(os.path.join(env_dir, REPORT_NAME))
+    if not (manifest and report and report.get("schema") == REPORT_SCHEMA and min_gpus >= 0) \
+            or os.path.islink(env_dir):
+        return None, None
+    host, facts = None, facts_without_nvml()
+    if facts is None:
+        from ..host.probe import host_fingerprint, probe
+
+        host = probe()
+        facts = host_fingerprint(host)
+    python = env_python(env_dir)
+    state = "ready" if manifest.get("state") == "ready" and os.path.exists(python) else "not ready"
+    python_version = (manifest.get("python") or {}).get("version") if isinstance(manifest.get("python"), dict) else None
+    current = freshness.fingerprint(env_dir, python=python, manifest=os.path.join(env_dir, MANIFEST_NAME),
+                                    python_version=python_version, state=state,
+                                    packages=installed_packages(env_dir), host=facts)
+    if state != "ready" or not freshness.answers(report, current, max_age, bool(given.get("smoke"))):
+        return None, host
+    from ..usecases.gate import judge
+
+    try:
+        answer = judge(name, report, True, bool(given.get("require_gpu")), min_gpus, host)
+    except (AttributeError, KeyError, TypeError, ValueError):  # a report of the wrong shape
+        return None, host
+    return (answer, host) if answer.ready else (None, host)
+
+
+def _full(root: str, given: dict, host) -> int | None:
+    """The session's gate (click parses the values when one isn't plain)."""
+    from .options import CHECK
+
+    values = {}
+    for option in CHECK:
+        value = given.get(option.dest, option.default)
+        if isinstance(value, str) and option.parse is not None:
+            value = option.convert(value)  # a bad value: UsageError, as click says it
+        values[option.dest] = value
     from ..paths import Home
     from ..usecases.gate import check
     from ..usecases.session import Session
     from .render import emit
 
     as_json = values.pop("as_json")
-    session = Session(Home(home_dir or os.environ.get("ENVCHECK_HOME") or None))
+    session = Session(Home(root), host=host)
     return emit(check(session, values.pop("env_name"), **values), as_json)
+
+
+def _plain(name: str) -> bool:
+    """A name that can only be a folder of ``envs`` (the full path checks it strictly)."""
+    return name not in ("", ".", "..") and "/" not in name and os.sep not in name and name.isprintable()
+
+
+def _left_over(root: str, name: str) -> bool:
+    """Did an interrupted change to env ``name`` leave something in ``tmp``? (the full path
+    finishes it first)"""
+    try:
+        return any(entry.startswith(f"{name}.") for entry in os.listdir(os.path.join(root, "tmp")))
+    except OSError:
+        return False
+
+
+def _json(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None

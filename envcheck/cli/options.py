@@ -1,8 +1,9 @@
 """Options shared by several commands, each declared once: flag, default, parser, help.
 
-Click-free, so the gate's fast path (``fast.py``) parses ``check`` with the very same
-declarations that ``_common.declare`` turns into click options. A parser raises
-``UsageError`` (exit 2, one line with its fix) for a bad value.
+Click-free, so the gate's click-free path (``fast.py``) converts ``check``'s values with the
+very declarations that ``_common.declare`` turns into click options (its stored-pass answer
+reads argv by hand, without importing these: a test holds its flags equal to ``CHECK``).
+A parser raises ``UsageError`` (exit 2, one line with its fix) for a bad value.
 """
 from __future__ import annotations
 

@@ -1,55 +1,92 @@
 """Make ``import envcheck; envcheck.ensure_ready()`` work inside every env envcheck creates.
 
-The env gets one ``.pth`` line naming ``$ENVCHECK_HOME/lib``, a folder that holds only a link
-to the envcheck package and the path of the interpreter envcheck runs with. So the env can
-import envcheck and nothing else of envcheck's world (no click, packaging or pynvml that could
-shadow the env's own), and ``ensure_ready`` there asks envcheck's own interpreter for the
-answer (``usecases.gate``), importing only the standard library itself.
+The env gets one ``.pth`` line naming ``$ENVCHECK_HOME/lib``, a folder that holds a copy of
+``data/gate_client.py`` as ``envcheck/__init__.py`` and the path of the interpreter envcheck
+runs with (``envcheck-python``). So the env imports envcheck's gate and nothing else of
+envcheck's world (no click, packaging or pynvml that could shadow the env's own), and
+``ensure_ready`` there asks envcheck's own interpreter for the answer (``python -m envcheck``),
+importing only the standard library itself.
+
+Nothing in ``lib`` points into envcheck's installation, so reinstalling, upgrading or
+installing envcheck editable leaves every env's gate working; every envcheck command calls
+``repair``, which rewrites ``lib`` when another interpreter or another envcheck runs it (a
+moved venv, an upgrade that changed the copy, an older envcheck's link).
 """
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-from ..paths import Home
-from .metadata import site_packages
+from .metadata import site_package_dirs
 
 PTH_NAME = "envcheck-gate.pth"
-PYTHON_FILE = "envcheck-python"  # in the lib folder: the interpreter that runs envcheck
+PYTHON_FILE = "envcheck-python"  # in the lib folder: the interpreter that runs envcheck (= gate_client's)
+PACKAGE = "envcheck"  # in the lib folder: the copy of the gate client, as the package the env imports
+CLIENT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "gate_client.py")
 
 
-def refresh_lib(home: Home) -> Path:
-    """``$ENVCHECK_HOME/lib`` pointing at this envcheck and its interpreter (replaced whole)."""
-    import envcheck
-
-    lib = home.root / "lib"
-    lib.mkdir(parents=True, exist_ok=True)
-    link, package = lib / "envcheck", Path(envcheck.__file__).resolve().parent
-    if not (link.is_symlink() and Path(os.readlink(link)) == package):
-        fresh = lib / f".envcheck.{os.getpid()}"
-        fresh.unlink(missing_ok=True)
-        fresh.symlink_to(package, target_is_directory=True)
-        os.replace(fresh, link)
-    python = lib / PYTHON_FILE
-    if not python.is_file() or python.read_text(encoding="utf-8") != sys.executable:
-        fresh = lib / f".{PYTHON_FILE}.{os.getpid()}"
-        fresh.write_text(sys.executable, encoding="utf-8")
-        os.replace(fresh, python)
+def refresh_lib(home_root: str | os.PathLike) -> str:
+    """``$ENVCHECK_HOME/lib`` made for this envcheck and its interpreter; each file replaced
+    atomically, and only when it differs."""
+    lib = os.path.join(home_root, "lib")
+    os.makedirs(lib, exist_ok=True)
+    package = os.path.join(lib, PACKAGE)
+    if os.path.islink(package) or not os.path.isdir(package):  # an older envcheck's link to itself
+        fresh = os.path.join(lib, f".{PACKAGE}.{os.getpid()}")
+        os.makedirs(fresh, exist_ok=True)
+        _write(os.path.join(fresh, "__init__.py"), _client())
+        if os.path.lexists(package):
+            os.unlink(package)
+        os.replace(fresh, package)
+    else:
+        _write(os.path.join(package, "__init__.py"), _client())
+    _write(os.path.join(lib, PYTHON_FILE), sys.executable)
     return lib
 
 
-def link_env(home: Home, env_dir: Path) -> None:
-    """Let the env at ``env_dir`` import envcheck's gate."""
-    lib = refresh_lib(home)
-    for folder in site_packages(env_dir):
-        (folder / PTH_NAME).write_text(f"{lib}\n", encoding="utf-8")
-
-
-def envcheck_python(home_root: Path) -> str | None:
-    """The interpreter that runs envcheck for the home at ``home_root``, if it recorded one."""
-    path = home_root / "lib" / PYTHON_FILE
+def repair(home_root: str | os.PathLike) -> None:
+    """``refresh_lib`` where ``lib`` exists (an env was linked) and was made by another
+    interpreter or another envcheck. Two small reads when nothing changed; never fails (a
+    read-only home keeps its ``lib`` as it is)."""
+    lib = os.path.join(home_root, "lib")
     try:
-        return path.read_text(encoding="utf-8").strip() or None
+        if _read(os.path.join(lib, PYTHON_FILE)) == sys.executable and \
+                _read(os.path.join(lib, PACKAGE, "__init__.py")) == _client():
+            return
     except OSError:
-        return None
+        pass
+    try:
+        if os.path.isdir(lib):
+            refresh_lib(home_root)
+    except OSError:
+        pass
+
+
+def link_env(home, env_dir: str | os.PathLike) -> None:
+    """Let the env at ``env_dir`` import envcheck's gate (``home``: a ``paths.Home``)."""
+    lib = refresh_lib(home.root)
+    for folder in site_package_dirs(env_dir):
+        _write(os.path.join(folder, PTH_NAME), f"{lib}\n")
+
+
+def _client() -> str:
+    return _read(CLIENT)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _write(path: str, text: str) -> None:
+    """``text`` at ``path`` unless it is there already (a rewritten .pth or module would look
+    like a change of the env's files to the gate's fingerprint)."""
+    try:
+        if _read(path) == text:
+            return
+    except OSError:
+        pass
+    fresh = f"{path}.{os.getpid()}.tmp"
+    with open(fresh, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(fresh, path)

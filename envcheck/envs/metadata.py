@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 _CANON = re.compile(r"[-_.]+")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508 names: ASCII only
 
 
 def canonical_name(name: str) -> str:
@@ -18,28 +18,41 @@ def canonical_name(name: str) -> str:
     return _CANON.sub("-", name).lower()
 
 
-def site_packages(env: Path) -> list[Path]:
-    """The site-packages folders of a virtualenv (POSIX and Windows layouts)."""
-    found: list[Path] = []
-    lib = env / "lib"
+def site_packages(env: str | os.PathLike) -> list:
+    """The site-packages folders of a virtualenv (POSIX and Windows layouts), as ``Path``s."""
+    from pathlib import Path
+
+    return [Path(folder) for folder in site_package_dirs(env)]
+
+
+def site_package_dirs(env: str | os.PathLike) -> list[str]:
+    """``site_packages`` as strings: pathlib stays out of the gate's stored-pass answer."""
+    found: list[str] = []
+    lib = os.path.join(env, "lib")
     try:
         for entry in os.scandir(lib):
             if entry.name.startswith(("python", "pypy")):
-                candidate = Path(entry.path) / "site-packages"
-                if candidate.is_dir():
+                candidate = os.path.join(entry.path, "site-packages")
+                if os.path.isdir(candidate):
                     found.append(candidate)
     except OSError:
         pass
-    win = env / "Lib" / "site-packages"
-    if win.is_dir():
+    win = os.path.join(env, "Lib", "site-packages")
+    if os.path.isdir(win):
         found.append(win)
     return found
 
 
-def _from_metadata_file(dist_info: Path) -> tuple[str, str] | None:
+def env_python(env: str | os.PathLike) -> str:
+    """The env's interpreter (POSIX layout, else Windows)."""
+    posix = os.path.join(env, "bin", "python")
+    return posix if os.path.exists(posix) or os.name != "nt" else os.path.join(env, "Scripts", "python.exe")
+
+
+def _from_metadata_file(dist_info: str) -> tuple[str, str] | None:
     name = version = None
     try:
-        with open(dist_info / "METADATA", encoding="utf-8", errors="replace") as fh:
+        with open(os.path.join(dist_info, "METADATA"), encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if not line.strip():
                     break
@@ -52,10 +65,10 @@ def _from_metadata_file(dist_info: Path) -> tuple[str, str] | None:
     return (name, version) if name and version else None
 
 
-def installed_packages(env: Path) -> dict[str, str]:
+def installed_packages(env: str | os.PathLike) -> dict[str, str]:
     """{canonical name: version} of every distribution installed in the env."""
     packages: dict[str, str] = {}
-    for sp in site_packages(env):
+    for sp in site_package_dirs(env):
         try:
             entries = list(os.scandir(sp))
         except OSError:
@@ -66,7 +79,7 @@ def installed_packages(env: Path) -> dict[str, str]:
             stem = entry.name[: -len(".dist-info")]
             name, sep, version = stem.rpartition("-")
             if not sep or not name or not version:
-                parsed = _from_metadata_file(Path(entry.path))
+                parsed = _from_metadata_file(entry.path)
                 if parsed is None:
                     continue
                 name, version = parsed
@@ -74,16 +87,16 @@ def installed_packages(env: Path) -> dict[str, str]:
     return dict(sorted(packages.items()))
 
 
-def requirements(env: Path) -> dict[str, list[str]]:
+def requirements(env: str | os.PathLike) -> dict[str, list[str]]:
     """{canonical name: its ``Requires-Dist`` lines} of every distribution, in one pass."""
     found: dict[str, list[str]] = {}
-    for sp in site_packages(env):
+    for sp in site_package_dirs(env):
         for entry in os.scandir(sp):
             if not entry.name.endswith(".dist-info"):
                 continue
             name, reqs = entry.name[: -len(".dist-info")].rpartition("-")[0], []
             try:
-                with open(Path(entry.path) / "METADATA", encoding="utf-8", errors="replace") as fh:
+                with open(os.path.join(entry.path, "METADATA"), encoding="utf-8", errors="replace") as fh:
                     for line in fh:
                         if not line.strip():
                             break
@@ -93,3 +106,29 @@ def requirements(env: Path) -> dict[str, list[str]]:
                 continue
             found[canonical_name(name)] = reqs
     return found
+
+
+def pins(packages: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(``name==version`` lines a requirements file can hold, why each other was left out).
+
+    A dist-info folder's name can hold anything the filesystem allows (control characters,
+    bytes that aren't UTF-8); only a PEP 508 name with a PEP 440 version makes a line pip reads.
+    """
+    lines, left_out = [], []
+    for name, version in packages.items():
+        if _NAME.fullmatch(name) and _is_version(version):
+            lines.append(f"{name}=={version}")
+        else:
+            left_out.append(f"{name!r} {version!r}: not a PEP 508 name with a PEP 440 version "
+                            "(as read from its *.dist-info folder)")
+    return lines, left_out
+
+
+def _is_version(text: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return text == text.strip()  # Version() forgives surrounding whitespace; a line can't hold it

@@ -33,12 +33,12 @@ importing this module costs nothing.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ..results import Result
+from .library import host_facts, library_loads
 from .visibility import mark_visible, order_warnings
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ DMESG = "look for Xid errors in `sudo dmesg | grep -i xid`"
 HOST_ERRORS: dict[int, tuple[str, str, str]] = {
     12: ("no-library", "the NVIDIA management library libnvidia-ml.so.1 was not found: no "
          "NVIDIA driver is installed, or this container was started without GPU access",
-         "install the NVIDIA driver; for a container, start it with `--gpus all` (NVIDIA "
+         "install the NVIDIA driver. In a container, start it with `--gpus all` (NVIDIA "
          "Container Toolkit)"),
     9: ("driver-not-loaded", "the NVIDIA kernel driver is not loaded",
         "load it with `sudo modprobe nvidia` (reinstall the driver if that fails; after a "
@@ -189,12 +189,8 @@ def _gpu_json(gpu: Gpu) -> dict[str, Any]:
 
 def host_fingerprint(state: HostState) -> dict[str, Any]:
     """What a cached validation depends on: a change means validate again."""
-    return {
-        "driver_version": state.driver_version,
-        "gpu_uuids": [g.uuid for g in state.gpus],
-        "cuda_visible_devices": state.cuda_visible_devices,
-        "cuda_device_order": state.cuda_device_order,
-    }
+    return host_facts(state.driver_version, [g.uuid for g in state.gpus], state.cuda_visible_devices,
+                      state.cuda_device_order)
 
 
 def decode_cuda_version(value: int) -> str:
@@ -214,7 +210,7 @@ def probe(environ: Mapping[str, str] | None = None, *, health: bool = False) -> 
     """Read driver, CUDA and GPU facts through NVML; see the module docstring."""
     env = os.environ if environ is None else environ
     cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
-    if not _library_loads():
+    if not library_loads():
         status, message, fix = explain_host_error(LIBRARY_NOT_FOUND, "NVML Shared Library Not Found")
         return HostState(status, message, fix, cuda_visible_devices=cvd, cuda_device_order=order)
     import pynvml
@@ -230,20 +226,6 @@ def probe(environ: Mapping[str, str] | None = None, *, health: bool = False) -> 
     if state.ok:
         state.warnings += mark_visible(state.gpus, cvd) + order_warnings(state.gpus, order, cvd)
     return state
-
-
-def _library_loads() -> bool:
-    """Can the loader find NVML at all? pynvml loads the same soname on Linux; asking first
-    spares every CPU-only host the import of pynvml (the fast paths' largest import)."""
-    if not sys.platform.startswith("linux"):
-        return True
-    import ctypes
-
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return False
-    return True
 
 
 def _failed(exc: Any, cvd: str | None, order: str | None) -> HostState:

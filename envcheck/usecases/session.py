@@ -28,9 +28,11 @@ class Resolved:
 
 class Session:
     def __init__(self, home: Home | None = None, host: Any = None):
+        from ..envs.gate_link import repair
         from ..envs.store import EnvStore
 
         self.home = home if home is not None else Home()
+        repair(self.home.root)  # every command keeps the envs' `envcheck.ensure_ready` pointed at this envcheck
         self.store = EnvStore(self.home)
         self._host = host
         self._health = False
@@ -103,9 +105,10 @@ class Session:
                               progress=progress)
             if not info.path.exists():
                 raise gone
-            if store and self._keeps(info, report):
+            kept = self._to_store(info, report) if store else None
+            if kept is not None:
                 try:
-                    store_report(self.home, report)
+                    store_report(self.home, kept)
                 except OSError as exc:  # a read-only home or a full disk: the answer stands
                     self.store.notice(f"envcheck: the report of env {info.name} was not stored: "
                                       f"{exc.strerror or exc} ({self.home.report(info.name)})")
@@ -115,16 +118,15 @@ class Session:
             raise gone from None
         return report
 
-    def _keeps(self, info: Any, report: Any) -> bool:
-        """Store ``report`` unless the env is broken or gone, or a deeper report of the same
-        fingerprint is stored: a quick check never overwrites a deeper result."""
-        from ..validation.reports import deeper, load_report
+    def _to_store(self, info: Any, report: Any) -> Any:
+        """The report to store after validating ``info`` (``reports.to_store``: a shallower
+        validation never erases a deeper one's evidence), or None: nothing is stored for an env
+        that is broken or gone."""
+        from ..validation.reports import load_report, to_store
 
         if info.state == "broken" or not self.home.manifest(info.name).is_file():
-            return False
-        stored = load_report(self.home, info.name)
-        return not (stored and stored.get("fingerprint") == report.fingerprint
-                    and deeper(stored.get("depth"), report.depth))
+            return None
+        return to_store(load_report(self.home, info.name), report)
 
 
 def require_envs(session: Session) -> list:

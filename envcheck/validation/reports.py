@@ -1,20 +1,19 @@
 """Validation reports: their checks, how deep they went, the fingerprint they depend on, and
 their storage.
 
-Kept apart from ``validate`` so the pre-training gate's cache hit imports only this.
+Kept apart from ``validate``; when a stored report still answers (fingerprint, depth, age) is
+``freshness``, which the gate's stored-pass answer uses without importing this.
 """
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import freshness
+
 SCHEMA = "envcheck.report/1"
-# How deep a validation went: the quick checks only; plus the framework listing its devices
-# in the env's interpreter; plus the smoke fit. A report answers for its depth and below.
-DEPTHS = ("quick", "listing", "smoke")
 
 
 @dataclass
@@ -24,6 +23,7 @@ class Check:
     summary: str
     detail: str = ""
     fix: str | None = None
+    measured: str | None = None  # carried from an earlier validation: which one (``to_store``)
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Report:
     wall_s: float
     smoke: bool
     gpus_usable: int = 0  # GPUs this env's framework build can train on here
-    depth: str = "quick"  # how deep it went: one of DEPTHS
+    depth: str = "quick"  # how deep it went: one of freshness.DEPTHS
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -58,31 +58,51 @@ def verdict_of(checks: list[Check]) -> str:
     return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
 
 
-def deeper(a: str | None, b: str | None) -> bool:
-    """Is depth ``a`` greater than depth ``b``? (an unknown depth counts as the least)"""
-    rank = {d: i for i, d in enumerate(DEPTHS)}
-    return rank.get(a or "", -1) > rank.get(b or "", -1)
-
-
 def fingerprint(info, host) -> dict[str, Any]:
-    """What a stored validation depends on: a change of any of it means validate again. The
-    env's own state and its interpreter (replaced or deleted behind envcheck's back) count
-    as much as its packages, the driver and the GPUs."""
+    """What a stored validation of env ``info`` on ``host`` (a probe) depends on: see
+    ``freshness.fingerprint``, which the gate's stored-pass answer computes too."""
     from ..host.probe import host_fingerprint
+    from ..paths import MANIFEST_NAME
 
-    return {"packages": dict(sorted(info.packages.items())),
-            "python": info.manifest.get("python", {}).get("version"),
-            "env_state": info.state, "interpreter": _file_identity(info.python),
-            **host_fingerprint(host)}
+    return freshness.fingerprint(info.path, python=info.python, manifest=info.path / MANIFEST_NAME,
+                                 python_version=info.manifest.get("python", {}).get("version"),
+                                 state=info.state, packages=info.packages, host=host_fingerprint(host))
 
 
-def _file_identity(path: Path) -> list[Any] | None:
-    """The file a path resolves to, by device, inode, size and modification time."""
-    try:
-        st = os.stat(path)
-    except OSError:
+def to_store(stored: dict[str, Any] | None, report: Report) -> Report | None:
+    """What to store after ``report`` when ``stored`` (``load_report``'s) is there: None to
+    keep ``stored``. A validation never erases what one of the same fingerprint measured: a
+    shallower one is dropped when it passed, or when the deeper one failed (that failure stands
+    until a validation as deep says otherwise); one that is stored (a shallower failure, whose
+    failure is the answer now, or one as deep) carries what ``stored`` measured and it did
+    not: device rows, multi-replica, speedup and the checks it skipped, each saying which
+    validation measured it, so `report` still shows them."""
+    if not stored or stored.get("fingerprint") != report.fingerprint:
+        return report
+    if freshness.deeper(stored.get("depth"), report.depth) and (report.ok or stored.get("verdict") == "not-ready"):
         return None
-    return [os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return _carry(stored, report)
+
+
+def _carry(stored: dict[str, Any], report: Report) -> Report:
+    """A copy of ``report`` with what ``stored`` measured and it did not."""
+    source = f"measured by the {stored.get('depth')} validation of {stored.get('created')}"
+    skipped = {c.id for c in report.checks if c.status == "skip"}
+    earlier = {c["id"]: c for c in stored["checks"] if c["id"] in skipped and c["status"] != "skip"}
+    checks = [_carried(earlier[c.id], source) if c.id in earlier else c for c in report.checks]
+    return replace(report, checks=checks, devices=report.devices or list(stored.get("devices") or []),
+                   multi_replica=report.multi_replica or stored.get("multi_replica"),
+                   speedup=report.speedup or stored.get("speedup"),
+                   build=report.build or dict(stored.get("build") or {}))
+
+
+def _carried(check: dict[str, Any], source: str) -> Check:
+    """A stored check, its summary saying which validation measured it (once, however often
+    it is carried on)."""
+    measured = check.get("measured") if isinstance(check.get("measured"), str) else None
+    summary = check["summary"] if measured else f"{check['summary']} ({source})"
+    return Check(check["id"], check["status"], summary, str(check.get("detail") or ""), check.get("fix"),
+                 measured or source)
 
 
 def store_report(home, report) -> Path:
