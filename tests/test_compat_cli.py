@@ -60,7 +60,8 @@ def test_json_document(cli):
     assert doc["build"]["cuda"] == "11.8" and doc["build"]["archs"] is None
     assert doc["build"]["driver"]["min_driver"] == "450.80.02"
     assert doc["host"] == {"driver_version": "520.61.05", "gpu_ccs": ["8.6", "8.6"], "os": "linux",
-                           "python": None, "source": {"driver": "given", "gpus": "given"}}
+                           "python": None, "driver_unreadable": None,
+                           "source": {"driver": "given", "gpus": "given"}}
     assert doc["uses_gpu"] is True and doc["fixes"] == []
 
 
@@ -151,3 +152,24 @@ def test_no_nvml_library_means_cpu(fake_nvml: FakeNvml, tmp_path: Path):
     doc = fake_nvml.cli(env, "compat", "--framework", "torch==2.10.0", "--json").json()
     assert doc["host"]["source"]["nvml"] == "no-library" and doc["host"]["driver_version"] is None
     assert doc["verdict"] == "warn" and "no NVIDIA driver or GPU" in doc["reasons"][0]
+
+
+@pytest.mark.parametrize("driver", ["abc", ""])
+def test_a_driver_version_nvml_reports_unreadably_is_unknown_not_bad_input(fake_nvml: FakeNvml, driver):
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER=driver)
+    result = fake_nvml.cli(env, "compat", "--framework", "tensorflow==2.15.0", "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["host"]["driver_version"] is None and doc["host"]["source"]["driver"] == "probe"
+    assert doc["host"]["driver_unreadable"] == f"NVML reported {driver!r}, which is not a version"
+    assert doc["verdict"] == "warn" and doc["uses_gpu"] is True
+    assert doc["reasons"][0].startswith("the NVIDIA driver's version is unknown")
+    text = fake_nvml.cli(env, "compat", "--framework", "tensorflow==2.15.0")
+    assert text.code == 0 and "host:  driver unknown (probe)" in text.out and not text.err
+    # the rest is still judged: a GPU the build has no code for fails, exit 1
+    old_gpu = fake_nvml.cli(fake_nvml.env(["NVIDIA Tesla K80,3.7,12288"], FAKE_NVML_DRIVER=driver),
+                            "compat", "--framework", "tensorflow==2.21.0", "--json")
+    assert old_gpu.code == 1 and old_gpu.json()["verdict"] == "fail"
+    # a driver the user types is input, checked as such
+    typed = fake_nvml.cli(env, "compat", "--framework", "tensorflow==2.15.0", "--driver", "abc")
+    assert typed.code == 2 and "bad driver version" in typed.err

@@ -1,6 +1,9 @@
 """envcheck doctor: the main job at a glance."""
 from __future__ import annotations
 
+import pytest
+
+from fake_nvml import A100
 from test_select import envcheck, make_env
 
 from conftest import clean_env
@@ -31,3 +34,22 @@ def test_selected_env_is_validated_with_next_steps(home, wheelhouse, tmp_path):
 def test_bad_timeout_is_usage_error(home):
     r = envcheck(clean_env(ENVCHECK_HOME=str(home)), "doctor", "--timeout", "0")
     assert r.code == 2 and "--timeout" in r.err and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("driver", ["abc", ""])
+def test_a_driver_version_nvml_reports_unreadably_is_unknown_not_bad_input(home, wheelhouse, fake_nvml, driver):
+    """A driver string that doesn't parse is a fact about the host: doctor goes on, says why
+    the driver is unknown, prints its JSON and exits by its verdict."""
+    make_env(home, wheelhouse, "tfgpu", "tensorflow==2.21.0")
+    env = fake_nvml.env([A100], FAKE_NVML_DRIVER=driver, ENVCHECK_HOME=str(home))
+    r = fake_nvml.cli(env, "doctor", "--no-smoke", "--json")
+    data = r.json()  # printed whatever the verdict
+    checks = {c["id"]: c for c in data["report"]["checks"]}
+    # the stand-in can't import: not ready for that, and only that
+    assert [c for c in checks if checks[c]["status"] == "fail"] == ["framework-gpus"]
+    assert r.code == 1 and data["ok"] is False and "error" not in r.err
+    assert checks["compat"]["status"] == "warn"
+    assert f"the NVIDIA driver's version is unknown (NVML reported {driver!r}" in checks["compat"]["summary"]
+    human = fake_nvml.cli(env, "doctor", "--no-smoke")
+    assert human.code == 1 and "error" not in human.err
+    assert f"host: driver unknown (NVML reported {driver!r}, which is not a version)" in human.out

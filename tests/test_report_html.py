@@ -83,7 +83,7 @@ def create(home: Path, tmp: Path, name: str, preset: str, wheel: tuple[str, str]
     build_wheel(wheels, wheel[0], "2.21.0", files={"tensorflow/__init__.py": wheel[1]})
     (tmp / f"{name}.toml").write_text(preset)
     r = run(clean_env(ENVCHECK_HOME=str(home)), "env", "create", name, "--preset-file", str(tmp / f"{name}.toml"),
-            "--no-index", "--find-links", str(wheels))
+            "--for-another-host", "--no-index", "--find-links", str(wheels))
     assert r.code == 0, r.err
 
 

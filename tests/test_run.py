@@ -3,6 +3,7 @@ command exec'd by envcheck reporting what it really got."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,8 @@ def home(tmp_path_factory, wheelhouse) -> Path:
     for name, preset in (("dl", GPU_STANDIN), ("cpu", CPU_STANDIN)):
         (root / "presets" / f"standin-{name}.toml").write_text(preset)
         proc = subprocess.run([sys.executable, "-m", "envcheck", "env", "create", name, "--preset",
-                               f"standin-{name}", *offline(wheelhouse)], capture_output=True, text=True,
+                               f"standin-{name}", "--for-another-host", *offline(wheelhouse)],
+                              capture_output=True, text=True,
                               env=clean_env(ENVCHECK_HOME=str(root)), timeout=300)
         assert proc.returncode == 0, proc.stderr
     return root
@@ -95,6 +97,14 @@ def test_unknown_gpu_index_exits_2_naming_it_and_what_exists(run):
     r = run("run", "--env", "dl", "--gpus", "0,5", "--", "python", "-c", "print('ran')")
     assert r.code == 2 and "ran" not in r.out
     assert "unknown GPU 5" in r.err and "0, 1" in r.err
+
+
+@pytest.mark.parametrize("gpus", ["\u00b2", "\uff11", "0,\u0661", "1" * 5000])
+def test_gpu_indexes_are_ascii_digits_only(run, gpus):
+    """'²' and the full-width '１' pass str.isdigit(), and '１' even int(); neither is GPU 1."""
+    r = run("run", "--env", "dl", "--gpus", gpus, "--", "python", "-c", "print('ran')")
+    assert r.code == 2 and "ran" not in r.out
+    assert r.err.startswith("envcheck: error: bad GPU list") and r.err.count("\n") == 1
 
 
 def test_gpu_index_on_a_host_without_nvml_exits_2(run):
@@ -213,3 +223,31 @@ def test_batch_rule_comes_from_the_framework(fake_nvml, tmp_path, wheelhouse):
                         "--", "python", "-c", REPORT)
     environ = seen(one)["env"]
     assert (environ["RANK"], environ["WORLD_SIZE"], environ["ENVCHECK_GLOBAL_BATCH"]) == ("0", "1", "30")
+
+
+def test_nproc_is_bounded_by_a_limit_the_error_names_and_the_limit_runs(fake_nvml, home, tmp_path):
+    """A typo like 100000 would start processes until the machine gives out: refused before
+    any rank starts, with the limit named (4 per usable CPU core or chosen GPU, whichever gives
+    more); as many as the limit all start. envcheck runs on one core here."""
+    core = min(os.sched_getaffinity(0))
+    log = tmp_path / "ranks"
+
+    def ranks(nproc: str, gpus: str = "none") -> Result:
+        proc = subprocess.run([sys.executable, "-m", "envcheck", "run", "--env", "dl", "--gpus", gpus,
+                               "--nproc", nproc, "--", "sh", "-c", f'echo "$RANK" >> {log}'],
+                              capture_output=True, text=True, timeout=60,
+                              env=fake_nvml.env(gpus=(A100, A100), ENVCHECK_HOME=str(home)),
+                              preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    for nproc in ("100000", "99999999999999999999", "5"):
+        r = ranks(nproc)
+        assert (r.code, r.err) == (2, f"envcheck: error: --nproc {nproc} is more than the 4 processes a "
+                                      "job may start here (4 per CPU core, 1 usable); fix: give at most 4\n")
+    two_gpus = ranks("9", gpus="0,1")
+    assert two_gpus.code == 2
+    assert "more than the 8 processes a job may start here (4 per GPU, 2 chosen)" in two_gpus.err
+    assert not log.exists()
+    full = ranks("4")
+    assert full.code == 0, full.err
+    assert sorted(map(int, log.read_text().split())) == [0, 1, 2, 3]

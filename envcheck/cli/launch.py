@@ -6,7 +6,9 @@ import sys
 
 import click
 
+from ..usecases.ranks import RANKS_PER_DEVICE
 from ._common import pass_ctx
+from .render import safe
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -20,7 +22,8 @@ from ._common import pass_ctx
                    "ENVCHECK_GLOBAL_BATCH and ENVCHECK_PER_GPU_BATCH")
 @click.option("--nproc", type=int, default=None, metavar="N",
               help="start N processes the way torchrun does (RANK, LOCAL_RANK, WORLD_SIZE, "
-                   "MASTER_ADDR, MASTER_PORT); default: one per selected GPU for PyTorch, else 1")
+                   f"MASTER_ADDR, MASTER_PORT), at most {RANKS_PER_DEVICE} per CPU core or selected "
+                   "GPU; default: one per selected GPU for PyTorch, else 1")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @pass_ctx
 def run(ctx, env_name, gpus, batch_size, nproc, command):
@@ -39,7 +42,7 @@ def run(ctx, env_name, gpus, batch_size, nproc, command):
 
     launch = prepare(ctx.session, env_name, list(command), gpus=gpus, batch_size=batch_size, nproc=nproc)
     for note in launch.notes:
-        click.echo(f"envcheck: {note}", err=True)
+        click.echo(safe(f"envcheck: {note}"), err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     if launch.nproc is not None:
@@ -56,8 +59,8 @@ def run(ctx, env_name, gpus, batch_size, nproc, command):
 
 def _supervise(launch) -> None:
     """The ranks of a distributed job; every rank's end on stderr, the job's status as ours."""
-    from ..processes import Interrupted
-    from ..usecases.ranks import exit_status, run_ranks
+    from ..usecases.launch import CommandNotExecutable
+    from ..usecases.ranks import RanksStopped, exit_status, run_ranks
 
     try:
         ends = run_ranks(launch.executable, launch.argv, launch.environ, launch.nproc,
@@ -65,8 +68,8 @@ def _supervise(launch) -> None:
     except OSError as exc:
         raise CommandNotExecutable(f"{launch.argv[0]}: cannot execute: {exc.strerror}",
                                    "check that it is a program or a script with a #! line") from None
-    except Interrupted as exc:  # SIGTERM/SIGHUP: every rank stopped; end as a command killed by it
-        click.echo(f"envcheck: {exc.args[0]}: stopped all {launch.nproc} ranks", err=True)
+    except RanksStopped as exc:  # SIGTERM/SIGHUP: every rank stopped; end as a command killed by it
+        click.echo(f"envcheck: {exc.args[0]}: stopped all {exc.started} ranks", err=True)
         raise SystemExit(128 + exc.signum) from None
     code = exit_status(ends)
     if code:

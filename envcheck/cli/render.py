@@ -4,20 +4,32 @@
 registered in ``views.py`` per result class with ``@text("module:Class")``. Click-free: the gate's fast path
 uses it too. Tables align to their widest cell; verdicts are coloured on a terminal unless
 ``NO_COLOR`` is set.
+
+All text for people leaves through ``safe``: names and messages that came from outside
+(dist-info folder names, NVML's GPU names, a stored report's lines) may hold terminal control
+sequences or bytes that aren't UTF-8, and reach the terminal only as visible escapes. JSON
+needs no such pass: it escapes every control character and lone surrogate itself.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from typing import Any, Callable
+from collections.abc import Callable  # loaded already (re imports collections)
 
-_RENDERERS: dict[str, Callable[[Any], str]] = {}  # "module:Class" -> renderer (no imports here)
+_RENDERERS: dict[str, Callable[[object], str]] = {}  # "module:Class" -> renderer (no imports here)
 _COLOURS = {"ready": "32", "ok": "32", "pass": "32", "degraded": "33", "warn": "33", "WARN": "33",
             "not-ready": "31", "fail": "31", "FAIL": "31", "NOT READY": "31"}
+# C0 controls but newline and tab, DEL, C1 controls, and lone surrogates (undecodable bytes)
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# colour()'s mark for a colour code, made per process so text from outside can't forge one;
+# ``safe`` keeps marks as they are and ``_painted`` turns them into escape sequences.
+_MARK = f"\x00{os.urandom(8).hex()}:"
+_MARKED = re.compile(re.escape(_MARK) + r"([0-9]+)\x00")
 
 
-def emit_json(data: Any) -> None:
+def emit_json(data: object) -> None:
     """Write one JSON document to stdout."""
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
@@ -26,21 +38,21 @@ def emit_json(data: Any) -> None:
 def text(*classes: str) -> Callable:
     """Register a text renderer for results of the classes named "module:Class". It returns
     the text for stdout, or (stdout, stderr) when it has warnings to tell apart."""
-    def register(func: Callable[[Any], str]) -> Callable[[Any], str]:
+    def register(func: Callable[[object], str]) -> Callable[[object], str]:
         for name in classes:
             _RENDERERS[name] = func
         return func
     return register
 
 
-def render_text(result: Any) -> str:
+def render_text(result: object) -> str:
     from . import views  # noqa: F401  (registers the renderers on first use)
 
     cls = type(result)
     return _RENDERERS[f"{cls.__module__}:{cls.__name__}"](result)
 
 
-def emit(result: Any, as_json: bool) -> int:
+def emit(result: object, as_json: bool) -> int:
     """Print ``result`` (JSON or text) and return its exit code."""
     if as_json:
         emit_json(result.to_json())
@@ -48,24 +60,48 @@ def emit(result: Any, as_json: bool) -> int:
         out = render_text(result)
         out, err = out if isinstance(out, tuple) else (out, "")
         if out:
-            print(out)
+            print(_painted(safe(out)))
         if err:
             sys.stdout.flush()
-            print(err, file=sys.stderr)
+            print(_painted(safe(err)), file=sys.stderr)
     return result.exit_code
+
+
+def safe(text: str) -> str:
+    """``text`` with every control character but newline and tab shown as a visible escape
+    (ESC as ``\\x1b``), and every lone surrogate too: one from a byte that wasn't UTF-8
+    (``surrogateescape``) as that byte (``\\xff``), any other as ``\\udXXX``. Safe to apply twice."""
+    parts = _MARKED.split(text)  # text, colour code, text, ...
+    for i in range(0, len(parts), 2):
+        parts[i] = _UNSAFE.sub(_escaped, parts[i])
+    for i in range(1, len(parts), 2):
+        parts[i] = f"{_MARK}{parts[i]}\x00"
+    return "".join(parts)
+
+
+def _escaped(match: re.Match) -> str:
+    point = ord(match[0])
+    if 0xDC80 <= point <= 0xDCFF:
+        return f"\\x{point - 0xDC00:02x}"
+    return f"\\u{point:04x}" if point > 0xFF else f"\\x{point:02x}"
+
+
+def _painted(text: str) -> str:
+    return _MARKED.sub(lambda m: f"\033[{m[1]}m", text)
 
 
 def colour(word: str) -> str:
     code = _COLOURS.get(word)
     if code is None or os.environ.get("NO_COLOR") or not sys.stdout.isatty():
         return word
-    return f"\033[{code}m{word}\033[0m"
+    return f"{_MARK}{code}\x00{word}{_MARK}0\x00"
 
 
 def table(rows: list[tuple[str, ...]], indent: str = "", last_free: bool = True) -> list[str]:
     """Rows aligned to their widest cell; the last column is left as it is (free text)."""
     if not rows:
         return []
+    rows = [tuple(safe(str(c)) for c in row) for row in rows]  # widths of the text as shown
     columns = len(rows[0]) - (1 if last_free else 0)
     widths = [max(len(str(r[i])) for r in rows) for i in range(columns)]
     lines = []

@@ -50,9 +50,13 @@ def _gpu_row(g) -> tuple[str, ...]:
 
 
 def host_line(host) -> str:
+    from ..host.compat import probed_driver
+
     if host.usable_gpus:
         names = ", ".join(f"{g.index}: {g.name} (cc {g.compute_capability})" for g in host.usable_gpus)
-        return f"driver {host.driver_version}, CUDA {host.cuda_driver_version}; GPUs {names}"
+        driver, unreadable = probed_driver(host.driver_version)
+        driver = driver or f"unknown ({unreadable or 'not reported'})"
+        return f"driver {driver}, CUDA {host.cuda_driver_version}; GPUs {names}"
     message, fix = host.no_gpu_reason()
     return f"no usable NVIDIA GPU: {message}\n  fix: {fix}"
 
@@ -67,9 +71,10 @@ def compat(result) -> str:
         what = f"CUDA {build.cuda}, cuDNN {build.cudnn or 'not known'}, architectures {archs}"
     else:
         what = "CPU-only"
+    driver = host.driver_version or ("unknown" if host.driver_unreadable else "none")
     lines = [
         f"build: {build.label} ({what})",
-        f"host:  driver {host.driver_version or 'none'} ({source['driver']}), GPU compute "
+        f"host:  driver {driver} ({source['driver']}), GPU compute "
         f"capability {', '.join(host.gpu_ccs) or 'none'} ({source['gpus']}), {host.os}, "
         f"Python {host.python or 'not checked'}",
         f"verdict: {colour(verdict.verdict)}",
@@ -82,16 +87,22 @@ def compat(result) -> str:
 # -- selection, gate --------------------------------------------------------------------------
 
 def ranking_lines(selection, indent: str = "  ") -> list[str]:
-    rows = [("*" if i == 1 else " ", r.name, r.tier + (f" ({r.why_cpu})" if r.why_cpu else ""), r.reason)
-            for i, r in enumerate(selection.ranking, 1)]
+    """The ranking, the selected env marked ``*`` (none is when --require-gpu finds no GPU env)."""
+    rows = [("*" if r.name == selection.selected else " ", r.name,
+             r.tier + (f" ({r.why_cpu})" if r.why_cpu else ""), r.reason) for r in selection.ranking]
     rows += [(" ", ex["name"], "-", f"not ranked: {ex['reason']}") for ex in selection.excluded]
     return table(rows, indent)
 
 
 @text("envcheck.usecases.selection:Selection")
 def selection(result) -> str:
+    """The ranking on stdout when there is an answer; without one, stdout stays empty (a script
+    reading it gets nothing) and the ranking goes to stderr with the warning, as context."""
     lines = ranking_lines(result, "")
-    return "\n".join(lines), f"warning: {result.warning}" if result.warning else ""
+    warning = [f"warning: {result.warning}"] if result.warning else []
+    if result.selected is None:
+        return "", "\n".join(lines + warning)
+    return "\n".join(lines), "\n".join(warning)
 
 
 @text("envcheck.usecases.gate:GateResult")
@@ -206,18 +217,19 @@ def preset_detail(result) -> str:
 @text("envcheck.validation.diagnose:Diagnosis")
 def diagnosis(result) -> str:
     where = "stdin" if result.source == "-" else result.source
+    lines = f"{result.lines_read} line{'s' * (result.lines_read != 1)}"
     if not result.findings:
-        return f"no known GPU failure found in {where} ({result.lines_read} lines)"
+        return f"no known GPU failure found in {where} ({lines})"
     errors = len(result.errors)
     summary = (f"{errors} error{'s' * (errors != 1)} and {len(result.findings) - errors} info "
-               f"in {where} ({result.lines_read} lines)")
-    return "\n\n".join([*(render_finding(f) for f in result.findings), summary])
+               f"in {where} ({lines})")
+    return "\n\n".join([*(render_finding(f, n) for n, f in enumerate(result.findings, 1)), summary])
 
 
-def render_finding(finding) -> str:
-    label = f"#{finding.number} " if finding.number else ""
+def render_finding(finding, n: int) -> str:
+    """Finding ``n`` of a log (the catalogue's own numbers are in the JSON, ``number``)."""
     lines = [
-        f"[{finding.severity}] {label}{finding.id}: {finding.title}",
+        f"{n}. [{finding.severity}] {finding.id}: {finding.title}",
         f"  line {finding.line_number}: {finding.line}",
         f"  cause: {finding.cause}",
         f"  fix: {finding.fix}",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OperationError, UsageError
-from .render import text
+from .render import safe, text
 from .views import host_line, report_lines
 
 CHANGED = {"packages": "installed packages", "python": "Python version", "env_state": "env state",
@@ -67,8 +67,9 @@ def html_page(result) -> str:
 
 def write_html(path: Path, result) -> None:
     """Write the page atomically: a temporary file beside ``path``, then ``os.replace``; a
-    failure leaves ``path`` as it was."""
-    page = html_page(result).encode("utf-8")
+    failure leaves ``path`` as it was. Control characters and lone surrogates (a package name
+    that wasn't UTF-8) are written as visible escapes, as on a terminal."""
+    page = safe(html_page(result)).encode("utf-8")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from .. import frameworks
 from ..data import compat_facts as facts
@@ -128,19 +128,35 @@ def cuda_cc_range(cuda: str) -> tuple[str, str | None]:
 @dataclass(frozen=True)
 class HostProfile:
     """The host a build is judged against: live (from probe) or a what-if profile.
-    ``driver_version`` None and no ``gpu_ccs`` = no NVIDIA GPU."""
+    ``driver_version`` None and no ``gpu_ccs`` = no NVIDIA GPU, unless ``driver_unreadable``
+    says why the driver there has no version we can read."""
 
     driver_version: str | None
     gpu_ccs: Sequence[str] = ()
     os: str = "linux"
     python: str | None = None
+    driver_unreadable: str | None = None
 
     @classmethod
     def from_host(cls, host: Any, python: str | None = None) -> "HostProfile":
         """The profile of a probed host (``envcheck.probe.HostState``): its usable GPUs only."""
         gpus = host.usable_gpus
-        return cls(host.driver_version if gpus else None,
-                   tuple(g.compute_capability for g in gpus if g.compute_capability), python=python)
+        driver, unreadable = probed_driver(host.driver_version) if gpus else (None, None)
+        return cls(driver, tuple(g.compute_capability for g in gpus if g.compute_capability),
+                   python=python, driver_unreadable=unreadable)
+
+
+def probed_driver(text: str | None) -> tuple[str | None, str | None]:
+    """(the driver version NVML reported, None) when it reads as a version, else (None, why
+    not). A driver string that doesn't parse is a fact about the host, not bad input: the
+    judgement goes on without it."""
+    if text is None:
+        return None, None
+    try:
+        Version(text.strip())
+    except InvalidVersion:
+        return None, f"NVML reported {text!r}, which is not a version"
+    return text, None
 
 
 @dataclass(frozen=True)
@@ -295,11 +311,16 @@ def _assess(build: Build, host: HostProfile, require_gpu: bool) -> _Findings:
         found.blocked = True
         _no_gpu(build, block.why, require_gpu, found, *block.fixes)
         return found
-    if host.driver_version is None and not host.gpu_ccs:
+    if host.driver_version is None and not host.gpu_ccs and not host.driver_unreadable:
         need = min_driver(build.cuda, host.os).min_driver if host.os in OPERATING_SYSTEMS else None
         _no_gpu(build, "no NVIDIA driver or GPU on this host", require_gpu, found,
                 *([f"to train on a GPU, install an NVIDIA driver >= {need}"] if need else []))
         return found
+    if host.driver_unreadable:
+        need = min_driver(build.cuda, host.os).min_driver
+        found.add(WARN, f"the NVIDIA driver's version is unknown ({host.driver_unreadable}): not "
+                        f"checked against CUDA {_mm(build.cuda)}'s minimum driver {need}",
+                  "check the driver: `nvidia-smi` prints its version; reinstall it if it can't")
     ready = _check_driver(build, host, found) if host.driver_version is not None else True
     if not host.gpu_ccs:
         _no_gpu(build, "no visible GPU (compute capability unknown)", require_gpu, found)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from .. import frameworks
 from ..errors import UsageError
 from ..frameworks import Build
-from ..host.compat import OPERATING_SYSTEMS, HostProfile, Verdict, judge, min_driver
+from ..host.compat import OPERATING_SYSTEMS, HostProfile, Verdict, judge, min_driver, probed_driver
 from ..results import Result
 
 
@@ -94,11 +94,12 @@ def _profile(session, driver: str | None, gpu_ccs: tuple[str, ...], no_gpu: bool
     if no_gpu:
         return HostProfile(None, (), os_name, python), source
     state = session.host if driver is None or not gpu_ccs else None
+    unreadable = None  # a given --driver is checked as input; a probed one is a host fact
     if driver is None:
-        driver, source["driver"] = state.driver_version, "probe"
+        (driver, unreadable), source["driver"] = probed_driver(state.driver_version), "probe"
     if not gpu_ccs:
         gpu_ccs = tuple(g.compute_capability for g in state.usable_gpus if g.compute_capability)
         source["gpus"] = "probe"
     if state is not None:
         source["nvml"] = state.nvml_status
-    return HostProfile(driver, gpu_ccs, os_name, python), source
+    return HostProfile(driver, gpu_ccs, os_name, python, unreadable), source

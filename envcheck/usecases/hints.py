@@ -60,7 +60,8 @@ def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
             if judge(build, profile).uses_gpu:
                 return create_command(name)
             need = min_driver(build.cuda, profile.os).min_driver
-            if Version(host.driver_version) < Version(need):  # only a driver upgrade would fix it
+            # only a driver upgrade would fix it (one of unreadable version: not known)
+            if profile.driver_version and Version(profile.driver_version) < Version(need):
                 upgrades.append((need, name, build.cuda))
     if not upgrades:
         return None

@@ -67,10 +67,12 @@ def parse_gpus(spec: str) -> list[int] | str:
     text = spec.strip().lower()
     if text in ("all", "none"):
         return text
-    parts = [p.strip() for p in text.split(",")]
-    if not parts or not all(p.isdigit() for p in parts):
+    from ..validation.devices import parse_index
+
+    indices = [parse_index(p) for p in text.split(",")]
+    if None in indices:
         raise UsageError(f"bad GPU list {spec!r}", "use all, none, or NVML indices like 0,2 (see `envcheck gpu`)")
-    return list(dict.fromkeys(int(p) for p in parts))
+    return list(dict.fromkeys(indices))
 
 
 def choose_gpus(spec: list[int] | str, host) -> tuple[list[int] | None, list[str]]:
@@ -179,11 +181,17 @@ def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
     GPU build of a framework whose data parallelism is a process per device (PyTorch DDP) when
     there are several, else the command alone (None; TensorFlow's MirroredStrategy is one
     process, and a CPU-only build has no GPU to give each rank)."""
+    gpus = len(chosen or [])
     if nproc is not None:
+        from .ranks import rank_limit
+
         if nproc < 1:
             raise UsageError(f"bad --nproc {nproc}", "give a positive number of processes")
+        limit, counted = rank_limit(gpus)
+        if nproc > limit:
+            raise UsageError(f"--nproc {nproc} is more than the {limit} processes a job may start "
+                             f"here ({counted})", f"give at most {limit}")
         return nproc, None
-    gpus = len(chosen or [])
     if framework is not None and framework.batch_rule == "per-device" and gpus > 1 and gpu_build:
         return gpus, (f"{gpus} processes, one per GPU, as torchrun starts them for "
                       f"{framework.multi_device.split(',')[0]} (--nproc 1 for one)")

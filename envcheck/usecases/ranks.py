@@ -12,9 +12,12 @@ each its whole tree: ``processes.stop_all``), since a DDP job with a dead rank o
 SIGHUP stop every rank the same way; envcheck then ends as the command alone would have under
 that signal (130 for Ctrl-C, 143 for SIGTERM), as a scheduler reading the status expects. Each rank's end is returned, so every exit code is
 considered and shown, not only the first.
+
+N is bounded (``rank_limit``): at most ``RANKS_PER_DEVICE`` per usable CPU core or chosen GPU.
 """
 from __future__ import annotations
 
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from typing import Callable
 from .. import processes
 
 LOOPBACK = "127.0.0.1"
+RANKS_PER_DEVICE = 4  # the most ranks started per usable CPU core or chosen GPU (``rank_limit``)
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,25 @@ class RankEnd:
         code = self.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
         return f"rank {self.rank} {how}" + (" (stopped: another rank failed)" if self.stopped else "")
+
+
+class RanksStopped(processes.Interrupted):
+    """SIGTERM or SIGHUP during the job: the ``started`` ranks were all stopped."""
+
+    def __init__(self, signum: int, started: int):
+        super().__init__(signum)
+        self.started = started
+
+
+def rank_limit(gpus: int) -> tuple[int, str]:
+    """The most ranks one job may start here, and how it is counted: ``RANKS_PER_DEVICE`` per
+    CPU core this process may run on or per chosen GPU, whichever gives more. Ranks beyond that
+    only compete for the same devices, and a typo (100000) would start processes until the
+    machine gives out."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if gpus > cores:
+        return RANKS_PER_DEVICE * gpus, f"{RANKS_PER_DEVICE} per GPU, {gpus} chosen"
+    return RANKS_PER_DEVICE * cores, f"{RANKS_PER_DEVICE} per CPU core, {cores} usable"
 
 
 def free_port() -> int:
@@ -98,6 +121,8 @@ def run_ranks(executable: str, argv: list[str], environ: dict[str, str], nproc: 
                     children.clear()
                 time.sleep(pause)
                 pause = min(2 * pause, processes.POLL_S * 5)
+        except processes.Interrupted as exc:
+            raise RanksStopped(exc.signum, len(children) + len(ends)) from None
         finally:
             processes.stop_all(list(children.values()))  # an interrupt: every rank still running goes
     return ends

@@ -13,7 +13,11 @@ from typing import Union
 
 from ..errors import UsageError
 
-_DEVICE = re.compile(r"(cpu|gpu):(\d+)")
+# Device numbers are ASCII digits ('²' and a full-width '１' are no GPU's number), nine at most
+# (no GPU has a longer one, and int() of thousands of digits is an error of its own)
+_NUMBER = r"[0-9]{1,9}"
+_DEVICE = re.compile(rf"(cpu|gpu):({_NUMBER})")
+_INDEX = re.compile(_NUMBER)
 GROUPS = ("all", "cpu", "gpu")
 FIX = "use all, cpu, gpu, or a list like cpu:0,cpu:1 or gpu:0,gpu:2 (GPU numbers as `envcheck gpu` shows them)"
 
@@ -35,6 +39,12 @@ def parse_device(text: str) -> Device:
     if not match:
         raise UsageError(f"bad device {text!r}", FIX)
     return Device(match[1], int(match[2]))
+
+
+def parse_index(text: str) -> int | None:
+    """A device number as users write it (``2`` in ``gpu:2`` or ``--gpus 0,2``); None if it isn't one."""
+    text = text.strip()
+    return int(text) if _INDEX.fullmatch(text) else None
 
 
 def parse_devices(spec: DeviceSpec) -> DeviceSpec:

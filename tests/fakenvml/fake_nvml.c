@@ -2,7 +2,7 @@
  * A fake libnvidia-ml.so.1 for envcheck's tests: the real pynvml bindings load it through
  * ctypes, exactly as they load NVIDIA's library. Every answer comes from the environment:
  *
- *   FAKE_NVML_DRIVER        driver version string              (default "550.54.15")
+ *   FAKE_NVML_DRIVER        driver version string, may be empty (default "550.54.15")
  *   FAKE_NVML_CUDA          nvmlSystemGetCudaDriverVersion int (default 12040)
  *   FAKE_NVML_NVML_VERSION  NVML version string                (default "12.550.54.15")
  *   FAKE_NVML_GPUS          GPUs separated by ';', each "NAME,CC,MEMORY_MIB[,key=value...]"
@@ -275,7 +275,8 @@ const char *nvmlErrorString(nvmlReturn_t r)
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
     ENTER(-1);
-    return copy_string(env_or("FAKE_NVML_DRIVER", "550.54.15"), version, length);
+    const char *driver = getenv("FAKE_NVML_DRIVER"); /* set but empty: an empty answer */
+    return copy_string(driver ? driver : "550.54.15", version, length);
 }
 #endif
 
