@@ -38,7 +38,7 @@ def test_the_cuda11_wheels_preset_loads_its_libraries_with_no_system_cuda(tmp_pa
         f'[gpu]\ncuda = "{real["gpu"]["cuda"]}"\ncudnn = "{real["gpu"]["cudnn"]}"\n'
         f"libraries = {json.dumps(libraries)}\n")
 
-    made = cli("env", "create", "w", "--preset-file", str(preset), timeout=1500)
+    made = cli("env", "create", "w", "--preset-file", str(preset), "--for-another-host", timeout=1500)
     assert made.code == 0, made.err
     validated = cli("validate", "w", "--no-smoke", "--json")
     [report] = validated.json()["reports"]

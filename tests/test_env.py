@@ -278,3 +278,57 @@ def test_create_finds_a_python_the_preset_allows(cli, home, wheelhouse):
     version = subprocess.run([str(home / "envs" / "old" / "bin" / "python"), "-c",
                               "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
     assert version.stdout.strip() == "(3, 10)"
+
+
+GPU_STANDIN = """title = "tensorflow (CUDA 12) stand-in"
+kind = "gpu"
+framework = "tensorflow"
+requires-python = ">=3.8"
+packages = ["tensorflow==2.21.0"]
+
+[gpu]
+cuda = "12.5"
+"""
+
+
+@pytest.fixture
+def gpu_preset(home: Path) -> str:
+    (home / "presets").mkdir()
+    (home / "presets" / "tfgpu.toml").write_text(GPU_STANDIN)
+    return "tfgpu"
+
+
+def test_a_gpu_preset_this_host_cant_train_with_is_refused_before_any_download(
+        home, gpu_preset, wheelhouse, fake_nvml, tmp_path):
+    """No NVIDIA library here, or a driver too old for the build: exit 2 before anything is
+    fetched or written, the reason, and one alternative per sentence of the fix."""
+    before = sorted(p.name for p in home.iterdir())
+    hosts = {"no GPU": fake_nvml.env(lib_dir=tmp_path, ENVCHECK_HOME=str(home)),  # no libnvidia-ml there
+             "old driver": fake_nvml.env(FAKE_NVML_DRIVER="470.82.01", FAKE_NVML_CUDA="11040",
+                                         ENVCHECK_HOME=str(home))}
+    for host, env in hosts.items():
+        r = fake_nvml.cli(env, "env", "create", "dl", "--preset", gpu_preset, *offline(wheelhouse))
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, (host, r.err)
+        assert r.err.startswith("envcheck: error: this host can't train with GPU preset tfgpu: ")
+        assert "creating env" not in r.err  # said before the install began
+        fix = r.err.split("; fix: ", 1)[1].strip()
+        assert fix.endswith("To build it for another host, pass --for-another-host.")
+        assert "To train on this host's CPU, create a CPU env: envcheck env create tensorflow-cpu" in fix
+        assert sorted(p.name for p in home.iterdir()) == before, host
+    no_gpu = fake_nvml.cli(hosts["no GPU"], "env", "create", "dl", "--preset", gpu_preset, *offline(wheelhouse))
+    assert "no usable GPU: the NVIDIA management library libnvidia-ml.so.1 was not found" in no_gpu.err
+    assert "fix: install the NVIDIA driver. In a container, start it with `--gpus all`" in no_gpu.err
+    old = fake_nvml.cli(hosts["old driver"], "env", "create", "dl", "--preset", gpu_preset, *offline(wheelhouse))
+    assert "needs driver >= 525.60.13; fix: upgrade the NVIDIA driver to >= 525.60.13. " in old.err
+
+
+def test_for_another_host_makes_it_and_a_host_that_fits_needs_no_flag(home, gpu_preset, wheelhouse, fake_nvml,
+                                                                      tmp_path):
+    no_gpu = fake_nvml.env(lib_dir=tmp_path, ENVCHECK_HOME=str(home))
+    r = fake_nvml.cli(no_gpu, "env", "create", "dl", "--preset", gpu_preset, "--for-another-host",
+                      *offline(wheelhouse), "--json")
+    assert r.code == 0, r.err
+    assert r.json()["env"]["state"] == "ready" and r.json()["env"]["packages"]["tensorflow"] == "2.21.0"
+    a100 = fake_nvml.env(FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(home))
+    fits = fake_nvml.cli(a100, "env", "create", "dl2", "--preset", gpu_preset, *offline(wheelhouse))
+    assert fits.code == 0, fits.err

@@ -81,10 +81,34 @@ def test_driver_too_old_for_the_gpu_build(envs, fake_nvml):
 
 
 def test_require_gpu_without_a_gpu_env(envs, fake_nvml):
+    """No GPU env: exit 1 and nothing a script could take for one; the CPU envs ranked go to
+    stderr (text) or stay in the ranking (JSON), never as the answer."""
     env = fake_nvml.env([A100], FAKE_NVML_DRIVER="470.82.01", FAKE_NVML_CUDA="11040", ENVCHECK_HOME=str(envs))
     r = envcheck(env, "select", "--require-gpu", "--json")
     assert r.code == 1
     assert "GPU env is required" in r.json()["warning"]
+    assert r.json()["selected"] is None and ranking(r)[0] == ("tfcpu", "cpu")
+    text = envcheck(env, "select", "--require-gpu")
+    assert text.code == 1 and text.out == ""
+    assert "tfcpu" in text.err and "GPU env is required" in text.err and "*" not in text.err
+    answered = envcheck(fake_nvml.env([A100], ENVCHECK_HOME=str(envs)), "select", "--require-gpu")
+    assert answered.code == 0 and answered.out.split()[:3] == ["*", "tfgpu", "gpu"]
+
+
+def test_invalid_utf8_from_nvml_in_the_uuid_and_driver(envs, fake_nvml):
+    """NVML's bytes that aren't UTF-8 (as `gpu --json` shows them, U+FFFD) rank as any GPU
+    host's: valid JSON, exit 0, the GPU env on the GPU tier, the driver said to be unknown."""
+    env = fake_nvml.env(["NVIDIA \udcff\udcfeA100,8.0,81920,uuid=GPU-\udcc3(-42"],
+                        FAKE_NVML_DRIVER="550.\udcff1", ENVCHECK_HOME=str(envs))
+    for args in (["--json"], ["--require-gpu", "--json"], ["--framework", "tensorflow", "--json"]):
+        r = envcheck(env, "select", *args)
+        assert r.code == 0 and "Traceback" not in r.err and "internal error" not in r.err, r.err
+        data = r.json()
+        assert data["host"]["driver_version"] == "550.\ufffd1" and data["selected"] == "tfgpu"
+        assert ranking(r)[0] == ("tfgpu", "gpu") and ("tfcpu", "cpu") in ranking(r)
+        assert "unknown" in data["ranking"][0]["reason"]  # the driver: not checked, and said so
+    text = envcheck(env, "select")
+    assert text.code == 0 and text.out.split()[:2] == ["*", "tfgpu"], text.err
 
 
 def test_torch_framework_and_requirements(envs, fake_nvml):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -188,3 +189,50 @@ def test_timeouts_are_finite_and_positive(home, command, value):
     r = envcheck(home, *command, "--timeout", value)
     assert r.code == 2 and f"--timeout {value}" in r.err and "Traceback" not in r.err
     assert list(home.iterdir()) == []
+
+
+def test_a_shallower_validation_keeps_the_deeper_evidence(tf_home):
+    """The smoke fit's ms/step, then `validate --no-smoke` of the same env on the same host:
+    `report` still shows the ms/step, and `check --smoke` still answers from them."""
+    deep = envcheck(tf_home, "validate", "tf", "--devices", "cpu", "--json")
+    assert deep.code == 0, deep.err
+    (measured,) = deep.json()["reports"][0]["devices"]
+    quick = envcheck(tf_home, "validate", "tf", "--no-smoke", "--json")
+    assert quick.code == 0 and quick.json()["reports"][0]["devices"] == [], quick.err
+    (shown,) = envcheck(tf_home, "report", "tf", "--json").json()["envs"]
+    assert shown["current"] and shown["report"]["depth"] == "smoke"
+    assert shown["report"]["devices"][0]["ms_per_step"] == measured["ms_per_step"] > 0
+    assert "MS/STEP" in envcheck(tf_home, "report", "tf").out
+    gate = envcheck(tf_home, "check", "--env", "tf", "--smoke", "--json")
+    assert gate.code == 0 and gate.json()["cached"], gate.err
+
+
+def test_a_newer_shallow_failure_is_the_answer_and_keeps_the_deeper_measurements(tf_home, tmp_path):
+    """A dependency's metadata starts asking for a package that isn't there (its RECORD and
+    every name unchanged: the same fingerprint) after a passing smoke fit: the quick failure
+    is what `check` answers, and `report` shows it with the earlier ms/step, said to be so,
+    also after `check` has validated again."""
+    home = tmp_path / "home"
+    (home / "envs").mkdir(parents=True)
+    subprocess.run(["cp", "-al", str(tf_home / "envs" / "tf"), str(home / "envs")], check=True)  # links: cheap
+    (home / "envs" / "tf" / "envcheck-report.json").unlink(missing_ok=True)
+    deep = envcheck(home, "validate", "tf", "--devices", "cpu", "--json")
+    assert deep.code == 0, deep.err
+    (measured,) = deep.json()["reports"][0]["devices"]
+    meta = next((home / "envs" / "tf" / "lib").glob("python3*/site-packages/absl_py-*.dist-info")) / "METADATA"
+    head, rest = meta.read_text().split("\n", 1)
+    fresh = meta.with_name("METADATA.new")
+    fresh.write_text(f"{head}\nRequires-Dist: not-installed-anywhere>=1\n{rest}")
+    os.replace(fresh, meta)  # a new file: tf_home's, linked, is left as it was
+
+    quick = envcheck(home, "validate", "tf", "--no-smoke", "--json")
+    assert quick.code == 1 and quick.json()["reports"][0]["devices"] == []
+    gate = envcheck(home, "check", "--env", "tf", "--json")
+    assert gate.code == 1 and "integrity" in gate.json()["reason"], gate.out
+    (shown,) = envcheck(home, "report", "tf", "--json").json()["envs"]
+    report = shown["report"]
+    assert shown["current"] and report["verdict"] == "not-ready" and report["depth"] == "quick"
+    assert report["devices"][0]["ms_per_step"] == measured["ms_per_step"]
+    smoke = check(report, "smoke")
+    source = f"measured by the smoke validation of {deep.json()['reports'][0]['created']}"
+    assert smoke["status"] == "pass" and smoke["summary"].count(source) == 1  # carried on by check's rerun too

@@ -22,19 +22,26 @@ def env() -> None:
 @click.option("--python", metavar="X", help="a Python version ('3.10') or interpreter path")
 @click.option("--add", "add", multiple=True, metavar="REQ", help="an extra requirement (repeatable)")
 @click.option("--kernel", is_flag=True, help="also a Jupyter kernel for it (see `envcheck kernel install`)")
+@click.option("--for-another-host", is_flag=True,
+              help="make a GPU preset's env even though this host can't train with it")
 @index_options
 @declare(JSON)
 @pass_ctx
-def create(ctx, name, preset_name, preset_file, python, add, kernel, installer, index_url, extra_index_url,
-           find_links, no_index, as_json):
-    """Create env NAME from a preset."""
+def create(ctx, name, preset_name, preset_file, python, add, kernel, for_another_host, installer, index_url,
+           extra_index_url, find_links, no_index, as_json):
+    """Create env NAME from a preset.
+
+    A GPU preset this host can't train with (no usable GPU, a driver too old, no Python the
+    preset allows, missing CUDA libraries) is refused before anything is downloaded, exit 2;
+    --for-another-host makes it anyway, for use on another machine.
+    """
     from ..usecases.catalogue import create_env
 
     index = index_settings(index_url, extra_index_url, find_links, no_index)
     with ctx.progress(as_json) as progress:
         result = create_env(ctx.session, name, preset_name=preset_name, preset_file=preset_file,
                             python=python, add=add, installer=installer, index=index, kernel=kernel,
-                            progress=progress)
+                            progress=progress, for_another_host=for_another_host)
     ctx.finish(result, as_json)
 
 
@@ -82,8 +89,13 @@ def add(ctx, name, requirements, installer, index_url, extra_index_url, find_lin
 def export(ctx, name):
     """Print env NAME's exact pins, usable as a requirements file."""
     from ..usecases.catalogue import export_env
+    from .render import safe
 
-    sys.stdout.write(export_env(ctx.session, name))
+    text, left_out = export_env(ctx.session, name)
+    sys.stdout.write(safe(text))
+    sys.stdout.flush()
+    for why in left_out:
+        click.echo(safe(f"envcheck: warning: left out {why}"), err=True)
 
 
 @env.command()

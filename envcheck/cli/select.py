@@ -14,6 +14,10 @@ from .options import FRAMEWORK, JSON
 @declare(JSON)
 @pass_ctx
 def select(ctx, requires, framework, require_gpu, as_json):
-    """Rank envs: GPU envs this host can run, then CPU envs; exit 1 when none fits."""
+    """Rank envs: GPU envs this host can run, then CPU envs; exit 1 when none fits.
+
+    Without an answer (exit 1) stdout stays empty and the JSON's "selected" is null: the
+    ranking goes to stderr as context, so a script reading stdout can't take a CPU env for
+    the GPU env --require-gpu asked for."""
     ctx.finish(ctx.session.select(framework=framework, requires=requires, require_gpu=require_gpu),
                as_json)

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import manifest as mf
+from . import metadata
 from ..errors import BusyError, UsageError
 from .gate_link import link_env
-from .metadata import installed_packages
-from .scratch import Scratch, discard, disk_errors, is_stub, signals_held, sigterm_as_interrupt, stderr_notice
+from .metadata import installed_packages, pins
+from .scratch import Scratch, discard, disk_errors, is_stub, signals_held, stderr_notice
 from ..paths import MANIFEST_NAME, Home
 from ..progress import SILENT, Progress
 
@@ -42,8 +43,7 @@ def check_name(name: str) -> str:
 
 def env_python(env_dir: Path) -> Path:
     """The env's interpreter (POSIX layout, else Windows)."""
-    posix = env_dir / "bin" / "python"
-    return posix if posix.exists() or os.name != "nt" else env_dir / "Scripts" / "python.exe"
+    return Path(metadata.env_python(env_dir))
 
 
 @dataclass
@@ -148,12 +148,13 @@ class EnvStore:
             info.fix = f"envcheck env remove {name} --yes, then create it again"
         return info
 
-    def export(self, name: str) -> str:
+    def export(self, name: str) -> tuple[str, list[str]]:
+        """The env's exact pins as a requirements file, and why each package left out of it was."""
         info = self._require_ready(name)
         header = f"# envcheck env export {name} (preset {info.preset.get('name')}, " \
                  f"python {info.manifest.get('python', {}).get('version')})"
-        pins = [f"{n}=={v}" for n, v in info.packages.items() if n not in NOT_EXPORTED]
-        return "\n".join([header, *pins]) + "\n"
+        lines, left_out = pins({n: v for n, v in info.packages.items() if n not in NOT_EXPORTED})
+        return "\n".join([header, *lines]) + "\n", left_out
 
     def _require_ready(self, name: str, info: EnvInfo | None = None) -> EnvInfo:
         info = info or self.get(name)
@@ -229,6 +230,7 @@ class EnvStore:
         reports it as a failure, exit 1, rather than as bad input, exit 2, that changed nothing).
         ``progress`` hears the task begin once the inputs are valid, then its phases.
         """
+        from ..processes import signals_interrupt
         from .installers import choose_backend, settings_from_pip_config
         from .presets import parse_requirement
         from .pythons import find_python
@@ -248,9 +250,8 @@ class EnvStore:
             log = self._log(name, "create")
             progress.start(f"env {name}", f"creating env {name} from preset {preset.name} with "
                            f"{backend.name}, python {interpreter.version}", log)
-            made = False
             try:
-                with sigterm_as_interrupt():
+                with signals_interrupt():  # SIGTERM and SIGHUP take Ctrl-C's clean-up path
                     record = {
                         "schema": mf.SCHEMA, "name": name, "state": mf.CREATING,
                         "preset": {**preset.to_json(), "hash": preset.content_hash},
@@ -260,7 +261,6 @@ class EnvStore:
                         "warnings": settings.warnings(), "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [],
                     }
                     self._place(name, target, record)
-                    made = True
                     progress.phase("making the venv")
                     backend.create_venv(str(interpreter.path), target, log)
                     backend.install(env_python(target), requirements, settings, log, progress)
@@ -272,8 +272,8 @@ class EnvStore:
             except BaseException as exc:
                 if not keep_log:
                     _forget_log(exc, log)
-                if made:
-                    self.scratch.delete(name, target)
+                if target.exists():  # placed: ours (cleared above, under the lock), even if an
+                    self.scratch.delete(name, target)  # interrupt landed right after the rename
                 raise
             log.unlink(missing_ok=True)
         progress.done("created")
@@ -339,11 +339,13 @@ class EnvStore:
     def _install_more(self, info: EnvInfo, reqs: list[str], backend, settings, log: Path,
                       progress: Progress) -> None:
         """Backup, intent, ``changing``, install, commit (``ready``); rolled back on any failure."""
+        from ..processes import signals_interrupt
+
         name, manifest = info.name, info.path / MANIFEST_NAME
         backup = self.scratch.path(name, "backup")
         intent = self.scratch.path(name, "add", ".json")
         try:
-            with sigterm_as_interrupt():
+            with signals_interrupt():  # SIGTERM and SIGHUP take Ctrl-C's clean-up path
                 # Hard links: installers replace files (unlink + write), never edit them in place,
                 # so the backup keeps the old contents at the cost of directory entries only.
                 progress.phase("backing up the env")

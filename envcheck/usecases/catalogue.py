@@ -80,9 +80,11 @@ def show_env(session, name: str) -> EnvDetail:
 
 def create_env(session, name: str, *, preset_name: str | None, preset_file: str | None,
                python: str | None = None, add: tuple[str, ...] = (), installer: str | None = None,
-               index: Any = None, progress: Progress = SILENT, kernel: bool = False) -> EnvDetail:
+               index: Any = None, progress: Progress = SILENT, kernel: bool = False,
+               for_another_host: bool = False) -> EnvDetail:
     """Create env NAME from a preset; with ``kernel``, ipykernel too (unless the preset or
-    ``add`` names it) and its Jupyter kernel in the user's Jupyter folder."""
+    ``add`` names it) and its Jupyter kernel in the user's Jupyter folder. A GPU preset this
+    host can't train with is refused before any download unless ``for_another_host``."""
     from ..envs.presets import resolve_preset
     from ..errors import UsageError
     from .hints import cpu_hint
@@ -90,6 +92,10 @@ def create_env(session, name: str, *, preset_name: str | None, preset_file: str 
     if bool(preset_name) == bool(preset_file):
         raise UsageError("give exactly one of --preset and --preset-file", f"e.g. {cpu_hint(session.home)}")
     preset = resolve_preset(session.home, name=preset_name, file=preset_file)
+    if not for_another_host:
+        from .provision import refuse_misfit
+
+        refuse_misfit(session, preset, python)
     for_kernel = ()  # ipykernel, when the kernel asked for needs it and nothing else names it
     if kernel:
         from ..envs.presets import parse_requirement
@@ -112,8 +118,9 @@ def add_packages(session, name: str, requirements: tuple[str, ...], *, installer
     return EnvDetail(info, {n: v for n, v in info.packages.items() if before.get(n) != v})
 
 
-def export_env(session, name: str) -> str:
-    """Exact ``name==version`` pins, usable as a requirements file (text by nature, no JSON)."""
+def export_env(session, name: str) -> tuple[str, list[str]]:
+    """Exact ``name==version`` pins, usable as a requirements file (text by nature, no JSON),
+    and why each package that can't be written as one was left out."""
     return session.store.export(name)
 
 

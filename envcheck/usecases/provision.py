@@ -8,7 +8,8 @@ The flow is three small steps:
    GPU presets (the registry's order of preference) this host can run: a usable GPU, a compat
    verdict that trains on it, a Python that fits and the system libraries the preset needs
    (probed once the env exists when its CUDA comes from wheels). One GPU env per framework:
-   the others are skipped, saying which one covers it.
+   the others are skipped, saying which one covers it. `env create` refuses a GPU preset by
+   the same judgement (``gpu_misfit``) unless it is asked to build for another host.
 2. ``ensure``: per env (named after its preset): absent or left incomplete -> created; ready
    with the same preset content hash -> unchanged, nothing reinstalled; ready with another
    hash (or from another preset) -> ``stale``, left as it is: the store can't swap a rebuilt
@@ -137,33 +138,66 @@ def _preference(preset) -> tuple:
 
 def _judge_gpu(preset, host) -> Planned:
     """Keep a GPU preset for --auto only if this host can train with it."""
-    from ..host.compat import HostProfile, judge
-    from ..envs.pythons import find_python
-
-    reason = host.no_gpu_reason()
-    if reason:
-        return Planned(preset, f"no usable GPU: {reason[0]}", reason[1])
-    build = frameworks.build_for_requirements(preset.requirements)
-    if build is None:
+    if not host.no_gpu_reason() and frameworks.build_for_requirements(preset.requirements) is None:
         return Planned(preset, f"can't tell which {preset.framework} build preset {preset.name} installs",
                        f"provision it by name if you want it: envcheck provision --preset {preset.name}")
     try:
-        python = find_python(preset.requires_python, needed_by=f"preset {preset.name}")
-    except UsageError as exc:
+        misfit = gpu_misfit(preset, host)
+    except UsageError as exc:  # no Python fits the preset
         return Planned(preset, exc.message, exc.fix)
-    verdict = judge(build, HostProfile.from_host(host, python=str(python.version)))
+    return Planned(preset, *misfit) if misfit else Planned(preset)
+
+
+def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None] | None:
+    """Why this host can't train with GPU preset ``preset`` (the reason and its fix), or None
+    when it can, or when the build it installs can't be told. The judgement ``--auto`` makes:
+    a usable GPU, a compat verdict that trains on it, a Python that fits (``python``: the one
+    asked for; none that fits is a UsageError) and the system libraries the preset needs."""
+    from ..envs.pythons import find_python
+    from ..host.compat import HostProfile, judge
+
+    reason = host.no_gpu_reason()
+    if reason:
+        return f"no usable GPU: {reason[0]}", reason[1]
+    build = frameworks.build_for_requirements(preset.requirements)
+    if build is None:
+        return None
+    interpreter = find_python(preset.requires_python, python, needed_by=f"preset {preset.name}")
+    verdict = judge(build, HostProfile.from_host(host, python=str(interpreter.version)))
     if verdict.verdict == "fail" or not verdict.uses_gpu:
         why = verdict.reasons[0] if verdict.reasons else "it would not use this host's GPUs"
-        return Planned(preset, f"{build.label} can't train on this host's GPUs: {why}",
-                       verdict.fixes[0] if verdict.fixes else None)
+        return (f"{build.label} can't train on this host's GPUs: {why}",
+                verdict.fixes[0] if verdict.fixes else None)
     from ..validation.libraries import missing_libraries
     from ..validation.validate import libraries_fix
 
-    missing = [] if preset.wheel_libraries else missing_libraries(python.path, preset.libraries)
+    missing = [] if preset.wheel_libraries else missing_libraries(interpreter.path, preset.libraries)
     if missing:
-        return Planned(preset, f"system libraries missing: {', '.join(missing)}",
-                       libraries_fix(preset.cuda, preset.cudnn, build.framework, preset.name))
-    return Planned(preset)
+        return (f"system libraries missing: {', '.join(missing)}",
+                libraries_fix(preset.cuda, preset.cudnn, build.framework, preset.name))
+    return None
+
+
+def refuse_misfit(session, preset, python: str | None = None) -> None:
+    """`env create` of a GPU preset this host can't train with: a UsageError before anything is
+    downloaded, its fix one alternative per sentence (this host's fix, a CPU env, and
+    ``--for-another-host`` for an env meant for another machine)."""
+    misfit = gpu_misfit(preset, session.host, python) if preset.kind == "gpu" else None
+    if misfit is None:
+        return
+    from .hints import cpu_hint
+
+    reason, fix = misfit
+    raise UsageError(f"this host can't train with GPU preset {preset.name}: {reason}",
+                     sentences(fix, f"to train on this host's CPU, create a CPU env: "
+                                    f"{cpu_hint(session.home, preset.framework)}",
+                               "to build it for another host, pass --for-another-host"))
+
+
+def sentences(*alternatives: str | None) -> str:
+    """Alternatives as one sentence each: "a. B. C." (the first keeps its case, as fixes start)."""
+    parts = [a.rstrip(". ") for a in alternatives if a]
+    return ". ".join([parts[0]] + [p[0].upper() + p[1:] for p in parts[1:]]) + "."
 
 
 # -- 2. ensure --------------------------------------------------------------------------------

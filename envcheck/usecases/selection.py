@@ -46,11 +46,17 @@ class Selection(Result):
         return [r for r in self.ranking if r.tier == "gpu"]
 
     @property
+    def selected(self) -> str | None:
+        """`select`'s answer: the first-ranked env, or none (exit 1) when ``require_gpu`` finds
+        no GPU env, so a script reading it never takes a CPU env for the GPU env it asked for."""
+        return None if self.require_gpu and not self.gpu_tier else self.chosen
+
+    @property
     def exit_code(self) -> int:
-        return 1 if not self.ranking or (self.require_gpu and not self.gpu_tier) else 0
+        return 0 if self.selected else 1
 
     def body(self) -> dict[str, Any]:
-        return {"selected": self.chosen, "ranking": [r.to_json() for r in self.ranking],
+        return {"selected": self.selected, "ranking": [r.to_json() for r in self.ranking],
                 "excluded": self.excluded, "warning": self.warning, "host": self.host}
 
 
