@@ -170,3 +170,27 @@ def test_a_symlinked_cache_is_never_followed(cli, home: Path, tmp_path: Path) ->
     r = cli("cache", "clean", "--yes")
     assert r.code == 2 and "symbolic link" in r.err and "Traceback" not in r.err
     assert (elsewhere / "precious").read_text() == "keep"
+
+
+def test_a_large_cache_envcheck_did_not_make_is_measured_within_a_bound(cli, home: Path, tmp_path: Path) -> None:
+    from envcheck.envs.caches import FOREIGN_ENTRIES
+
+    theirs = tmp_path / "user-uv"  # as UV_CACHE_DIR=/root: a folder of any size
+    (theirs / "many").mkdir(parents=True)
+    (theirs / "big.bin").write_bytes(b"x" * 2**20)
+    one = theirs / "one"
+    one.write_bytes(b"y")
+    for i in range(FOREIGN_ENTRIES + 10):  # links: quick to make, an entry each to walk
+        os.link(one, theirs / "many" / f"{i}")
+    env = {"UV_CACHE_DIR": str(theirs)}
+    info = cli("cache", "info", "--json", env=env)
+    assert info.code == 0, info.err
+    doc = info.json()
+    by_owner = {c["owner"]: c for c in doc["caches"]}
+    user = by_owner["UV_CACHE_DIR"]
+    assert user["complete"] is False and user["bytes"] >= 2**20 and "du -sh" in user["note"]
+    assert by_owner["envcheck"]["complete"] is True and doc["total_complete"] is False
+    text = cli("cache", "info", env=env).out
+    [row] = [line for line in text.splitlines() if line.split()[:2] == ["uv", "UV_CACHE_DIR"]]
+    assert "at least 1.0 MiB" in row
+    assert f"measured up to its first {FOREIGN_ENTRIES:,} entries" in text

@@ -9,11 +9,14 @@ is stopped by pid at the end, and the module fails if one is left. The tests bef
 """
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -297,6 +300,24 @@ time.sleep(600)
 
 # -- faults -------------------------------------------------------------------------------------
 
+RAYLET_PORT = """import ray, sys
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+print(next(f"{n['NodeManagerAddress']}:{n['NodeManagerPort']}" for n in ray.nodes() if n["Alive"]))
+"""
+
+
+def test_a_ray_port_that_is_not_the_clusters_address_is_bad_usage_within_the_bound(cluster):
+    """A raylet's port is a gRPC server, as the cluster's address (its GCS) is: Ray's connect,
+    bounded, gives up on it."""
+    found = subprocess.run([sys.executable, "-c", RAYLET_PORT, cluster.address], capture_output=True,
+                           text=True, env=clean_env(), timeout=120)
+    assert found.returncode == 0, found.stderr
+    raylet = found.stdout.strip().splitlines()[-1]
+    r = run_envcheck("fleet", "gpu", "--address", raylet, timeout=60)  # unbounded, Ray tries for minutes
+    assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1, r.err
+    assert f"no Ray cluster at {raylet}: a gRPC server answers there, but Ray could not connect" in r.err
+
+
 def test_a_node_killed_during_validate_is_lost_and_the_others_reported(cluster, extra_node):
     doomed = extra_node("doomed", envs={"hang": HANG})
     run = start_fleet(cluster, "validate", "--all", "--device-timeout", "300", "--timeout", "120",
@@ -414,17 +435,80 @@ def test_an_envcheck_on_path_that_cant_import_envcheck_is_not_installed(tmp_path
 
 # -- usage ------------------------------------------------------------------------------------
 
-def run_envcheck(*args: str, code: str = "") -> Result:
+def run_envcheck(*args: str, code: str = "", timeout: float = 120) -> Result:
     proc = subprocess.run([sys.executable, "-c", code + "from envcheck.cli import run; run()", *args],
-                          capture_output=True, text=True, env=clean_env(), timeout=120)
+                          capture_output=True, text=True, env=clean_env(), timeout=timeout)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def test_no_cluster_to_connect_to_is_exit_2_saying_how_to_start_one():
-    r = run_envcheck("fleet", "gpu", "--address", f"127.0.0.1:{free_port()}")
+    port = free_port()
+    r = run_envcheck("fleet", "gpu", "--address", f"127.0.0.1:{port}")
     assert r.code == 2 and r.out == "" and "Traceback" not in r.err
     assert len(r.err.strip().splitlines()) == 1
-    assert "no Ray cluster at" in r.err and "ray start --head" in r.err
+    # the address as given (Ray connects to a loopback one through this machine's own IP)
+    assert f"no Ray cluster at 127.0.0.1:{port}" in r.err and "ray start --head" in r.err
+
+
+# 127.0.0.2, not 127.0.0.1: Ray would rewrite that to this machine's IP, where these don't listen
+@pytest.fixture
+def web_server():
+    """A plain HTTP server on a loopback port (as the dashboard's port is one)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), http.server.BaseHTTPRequestHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.2:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def silent_socket():
+    """A listening loopback socket that takes connections (its backlog) and never says a word."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.2", 0))
+        sock.listen(8)
+        yield f"127.0.0.2:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def mute_grpc():
+    """A loopback server that opens HTTP/2 as a gRPC server does (its SETTINGS frame), then
+    never answers a call: what a gRPC server other than Ray's may look like to Ray."""
+    server = socket.socket()
+    server.bind(("127.0.0.2", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            held.append(conn)
+            conn.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"127.0.0.2:{server.getsockname()[1]}"
+    server.shutdown(socket.SHUT_RDWR)
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+@pytest.mark.parametrize(("server", "said"), [
+    ("web_server", "a web server answered ('<!DOCTYPE HTML>'), not a Ray cluster"),
+    ("silent_socket", "the port takes connections but answered nothing in 5 s"),
+    ("mute_grpc", "a gRPC server answers there, but Ray could not connect to it as a cluster "
+                  "(Ray tries for up to 10 s)"),
+])
+def test_a_port_that_answers_but_is_not_ray_is_named_within_seconds(request, server, said):
+    """Without the checks and bounds, Ray's connect retries each of these for minutes."""
+    address = request.getfixturevalue(server)
+    r = run_envcheck("fleet", "doctor", "--address", address, timeout=60)
+    assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1, r.err
+    assert f"no Ray cluster at {address}: {said}" in r.err and "GCS port" in r.err
 
 
 def test_the_node_commands_options_are_checked_before_connecting():

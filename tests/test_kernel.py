@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -265,6 +266,25 @@ def test_list_flags_broken_and_gone_envs_and_remove(cli, home, jupyter, wheels):
     assert not (user_kernels(jupyter) / "envcheck-gone").exists()
     again = cli("kernel", "remove", "gone")
     assert again.code == 2 and "no Jupyter kernel of env gone" in again.err
+
+
+def test_a_prefixed_kernel_of_a_gone_env_is_listed_with_the_fix_that_finds_it(cli, home, wheels, tmp_path):
+    made = cli("env", "create", "away", "--preset", "tiny", "--find-links", str(wheels))
+    assert made.code == 0, made.err
+    prefix = tmp_path / "my prefix"  # a space: the fix quotes it
+    installed = cli("kernel", "install", "away", "--prefix", str(prefix))
+    assert installed.code == 0, installed.err
+    spec_dir = prefix / "share" / "jupyter" / "kernels" / "envcheck-away"
+    shutil.rmtree(home / "envs" / "away")  # the env is gone; its record of the prefix with it
+
+    listed = cli("kernel", "list", "--prefix", str(prefix), "--json").json()["kernels"]
+    (gone,) = [k for k in listed if k["env"] == "away"]
+    assert gone["status"] == "gone" and gone["path"] == str(spec_dir)
+    assert gone["fix"] == f"envcheck kernel remove away --prefix '{prefix}'"
+    assert f"fix: envcheck kernel remove away --prefix '{prefix}'" in cli("kernel", "list", "--prefix", str(prefix)).out
+    fixed = cli(*shlex.split(gone["fix"])[1:])  # the fix, as given, does it
+    assert fixed.code == 0, fixed.err
+    assert not spec_dir.exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [

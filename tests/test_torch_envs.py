@@ -122,6 +122,7 @@ def torch_home(tmp_path_factory, wheelhouse: Path, local_wheels: Path) -> Path:
         write_preset(root, f"standin-{name}", text)
         # only the +cpu env sees local_wheels: torch==2.13.0 would take 2.13.0+cpu there
         r = envcheck(clean_env(ENVCHECK_HOME=str(root)), "env", "create", name, "--preset", f"standin-{name}",
+                     "--for-another-host",  # made here, used on the fake GPU hosts below
                      *offline(local_wheels if name == "cpu" else wheelhouse))
         assert r.code == 0, r.err
     assert manifest(root, "t13")["packages"]["torch"] == "2.13.0"
@@ -608,6 +609,54 @@ def test_unsatisfiable_with_an_unreachable_index_names_it_in_the_fix(cli, home, 
     assert "could not resolve gamma==1.0" in r.err
     assert f"the preset's index {url} was unreachable" in r.err.partition("fix:")[2]
     assert not (home / "envs" / "bad").exists()
+
+
+@pytest.fixture
+def hanging_index():
+    """An index on loopback that takes each request and never answers it (a stuck mirror)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def hold() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            held.append(conn)
+            conn.recv(65536)  # the request, read and never answered
+
+    threading.Thread(target=hold, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
+    server.shutdown(socket.SHUT_RDWR)
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+@pytest.mark.parametrize("option", ["--index-url", "--extra-index-url"])
+def test_a_given_index_that_hangs_is_named_and_fails_within_the_probe(cli, home, local_wheels, hanging_index, option):
+    write_preset(home, "pt", CPU)
+    with_password = hanging_index.replace("http://", "http://bob:s3cr3t@")
+    # the installer alone would retry for over 2 minutes
+    r = cli("env", "create", "pt", "--preset", "pt", option, with_password, "--find-links", str(local_wheels),
+            timeout=60)
+    assert r.code == 2, r.err
+    shown = hanging_index.replace("http://", "http://***@")
+    assert r.err.count("\n") == 1 and f"the index {shown} could not be reached: no answer within 3 s" in r.err
+    assert "s3cr3t" not in r.out + r.err and "the default index" not in r.err
+    assert not (home / "envs").exists() or not any((home / "envs").iterdir())
+
+
+def test_a_resolution_failure_names_the_given_extra_index(cli, home, wheelhouse, empty_index, torch_index):
+    write_preset(home, "bad", CPU.replace('"torch==2.13.0+cpu"', '"gamma==1.0"'))  # gamma needs alpha<1: none here
+    r = cli("env", "create", "bad", "--preset", "bad", *empty_index, "--extra-index-url", torch_index,
+            "--find-links", str(wheelhouse))
+    assert r.code == 2, r.err
+    assert f"could not resolve gamma==1.0 from {empty_index[1]} and " in r.err and torch_index in r.err
+    assert "the default index" not in r.err
 
 
 @pytest.mark.parametrize(("indexes", "key"), [

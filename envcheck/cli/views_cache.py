@@ -21,6 +21,8 @@ def cache_info(result) -> str:
             size = files = frees = "-"
         else:
             size, files = human_size(c.size.bytes), str(c.size.files)
+            if not c.size.complete:  # a lower bound: the note says why
+                size, files = f"at least {size}", f"at least {files}"
             frees = human_size(c.size.reclaimable_bytes) if c.owned else "not cleaned"
         where = str(c.path) if c.path else "none"
         rows.append((c.installer, c.owner, size, files, frees,

@@ -7,6 +7,10 @@
 - pip: pip's own cache (``pip cache dir`` with the pip installer's environment), shared with
   every other use of pip here; envcheck reports it and never cleans it.
 
+The caches envcheck did not make are measured up to ``FOREIGN_ENTRIES`` entries (such a
+folder may be anything, a home folder included): past that, their size is a lower bound,
+marked incomplete. envcheck's own is measured whole.
+
 Cleaning touches only envcheck's uv cache, through ``uv cache clean --cache-dir`` (uv knows
 its layout, and waits for any uv process using that cache), while envcheck holds every env's
 lock: ``create``, ``add`` and ``remove`` hold their env's lock for the whole change, so no
@@ -32,6 +36,9 @@ from .installers import PipInstaller, UvInstaller
 from .store import NAME_RE
 
 CLEAN_BOUND_S = 3600.0  # uv deleting a large cache, once it holds its lock
+# entries (files and folders) walked in a cache envcheck did not make (0.13 s warm here): such
+# a cache may be any folder (UV_CACHE_DIR=/root: gigabytes, for seconds to tens of seconds)
+FOREIGN_ENTRIES = 20_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class Size:
     bytes: int  # each file once, however many hard links it has
     files: int
     reclaimable_bytes: int  # of files with no link outside the cache: what a clean frees on disk
+    complete: bool = True  # False: the walk stopped at its budget; the figures are lower bounds
 
 
 @dataclass
@@ -73,14 +81,19 @@ def caches(home: Home) -> list[Cache]:
                                    "`pip cache purge` empties it"))
     for cache in found:
         if cache.path is not None and cache.path.is_dir():
-            cache.size = measure(cache.path)
+            cache.size = measure(cache.path, None if cache.owned else FOREIGN_ENTRIES)
+            if not cache.size.complete:
+                cache.note += (f"; measured up to its first {FOREIGN_ENTRIES:,} entries, so its size "
+                               f"is at least the one shown (`du -sh {cache.path}` measures it all)")
     return found
 
 
-def measure(root: Path) -> Size:
-    """Apparent size and file count of the tree at ``root`` (symbolic links not followed)."""
+def measure(root: Path, budget: int | None = None) -> Size:
+    """Apparent size and file count of the tree at ``root`` (symbolic links not followed),
+    walking at most ``budget`` entries when given (then ``complete`` says whether it was all)."""
     links: dict[tuple[int, int], list[int]] = {}  # (dev, inode) -> [size, links, links seen here]
     folders = [root]
+    seen = 0
     while folders:
         try:
             entries = os.scandir(folders.pop())
@@ -88,6 +101,9 @@ def measure(root: Path) -> Size:
             continue  # vanished or unreadable: not counted
         with entries:
             for entry in entries:
+                seen += 1
+                if budget is not None and seen > budget:
+                    return _size(links, complete=False)
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         folders.append(Path(entry.path))
@@ -96,8 +112,12 @@ def measure(root: Path) -> Size:
                 except OSError:
                     continue
                 links.setdefault((st.st_dev, st.st_ino), [st.st_size, st.st_nlink, 0])[2] += 1
+    return _size(links, complete=True)
+
+
+def _size(links: dict[tuple[int, int], list[int]], complete: bool) -> Size:
     return Size(sum(size for size, _, _ in links.values()), len(links),
-                sum(size for size, nlink, seen in links.values() if seen >= nlink))
+                sum(size for size, nlink, seen in links.values() if seen >= nlink), complete)
 
 
 def clean_uv(home: Home, wait: float) -> tuple[Size, Size]:

@@ -27,6 +27,8 @@ from ..progress import SILENT, Progress
 from ..processes import clean_environ  # the installers' environment: processes' clean one
 
 BACKENDS = ("uv", "pip")
+PROBE_TIMEOUT = 3.0  # seconds an index has to answer before an install uses it
+TLS_ANSWER = 0  # probe's status for an index whose TLS handshake failed here
 
 
 @dataclass(frozen=True)
@@ -93,15 +95,30 @@ class IndexSettings:
     def _secret_links(self) -> bool:
         return any(_CREDENTIALS.search(link) for link in self.find_links)
 
-    def with_preset_indexes(self, urls: tuple[str, ...], timeout: float = 3.0) -> "IndexSettings":
-        """A preset's extra indexes added where they answer within ``timeout``; the others are
-        left out and named in ``unreachable`` (a warning: the configured indexes and find-links
-        may well hold the same wheels, as a mirror does), so an unreachable index costs seconds,
-        not the installer's minutes of retries. With ``--no-index`` none is used."""
+    def with_preset_indexes(self, urls: tuple[str, ...], timeout: float = PROBE_TIMEOUT) -> "IndexSettings":
+        """These settings checked, with a preset's extra indexes ``urls`` added where they
+        answer. The indexes are asked together, each within ``timeout``, so an index that
+        never answers costs seconds, not the installer's minutes of retries:
+
+        - the indexes given (the command line's, else pip's configuration; http and https):
+          one that gives no HTTP answer at all is a UsageError naming it;
+        - the preset's: one that gives no answer below 500 is left out and named in
+          ``unreachable`` (a warning: the configured indexes and find-links may well hold the
+          same wheels, as a mirror does).
+
+        With ``--no-index`` no index is used, and none is asked."""
         if self.no_index:
             return self
+        given = tuple(u for u in dict.fromkeys((self.index_url or "", *self.extra_index_urls))
+                      if u.lower().startswith(("http://", "https://")))
         new = tuple(u for u in dict.fromkeys(urls) if u not in self.extra_index_urls and u != self.index_url)
-        up = tuple(u for u in new if reachable(u, timeout))
+        answers = probe((*given, *new), timeout)
+        for url in given:
+            if isinstance(answers[url], str):
+                raise UsageError(f"the index {redact(url)} could not be reached: {answers[url]}",
+                                 "check its URL and the network (a proxy: https_proxy), or leave it out "
+                                 "(--index-url, --extra-index-url; `pip config list` shows the configured ones)")
+        up = tuple(u for u in new if isinstance(answers[u], int) and answers[u] < 500)
         return replace(self, extra_index_urls=self.extra_index_urls + up,
                        unreachable=tuple(u for u in new if u not in up))
 
@@ -114,6 +131,7 @@ class IndexSettings:
         if self.no_index:
             return "--no-index" + "".join(f" --find-links {redact(f)}" for f in self.find_links)
         shown = redact(self.index_url) or "the default index"
+        shown += "".join(f" and {redact(u)}" for u in self.extra_index_urls)
         return shown + "".join(f" (not {redact(u)}: unreachable)" for u in self.unreachable)
 
     def to_json(self) -> dict:
@@ -127,29 +145,47 @@ class IndexSettings:
         }
 
 
-def reachable(url: str, timeout: float = 3.0) -> bool:
-    """Does ``url`` answer HTTP at all within ``timeout`` (any status below 500)? Proxies as
-    the installers use them (``https_proxy``...). The name lookup counts too: a resolver that
-    hangs is not waited for (the probe runs in a daemon thread)."""
+def probe(urls: tuple[str, ...], timeout: float = PROBE_TIMEOUT) -> dict[str, int | str]:
+    """Each URL's HTTP status, or why it gave none (a str), asked all at once within
+    ``timeout`` in all; ``TLS_ANSWER`` where the TLS handshake failed here (the server did
+    answer: the installer, with the CA certificates it is given, decides). Proxies as the
+    installers use them (``https_proxy``...); credentials are left out of the request (an
+    answer that asks for them is an answer). The name lookup counts too: a resolver that
+    hangs is not waited for (each probe runs in a daemon thread)."""
+    import ssl
     import threading
+    import time
     import urllib.error
+    import urllib.parse
     import urllib.request
 
-    answer: list[bool] = []
+    answers: dict[str, int | str] = {}
 
-    def probe() -> None:
+    def ask(url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
         try:
-            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
-                answer.append(True)
+            with urllib.request.urlopen(urllib.request.Request(bare, method="HEAD"), timeout=timeout) as reply:
+                answers[url] = reply.status
         except urllib.error.HTTPError as exc:
-            answer.append(exc.code < 500)
-        except (OSError, ValueError):
-            answer.append(False)
+            answers[url] = exc.code
+        except urllib.error.URLError as exc:
+            if not isinstance(exc.reason, TimeoutError):  # timed out: no answer, said below
+                tls = isinstance(exc.reason, ssl.SSLError)
+                answers[url] = TLS_ANSWER if tls else redact(str(exc.reason)) or "no answer"
+        except TimeoutError:
+            pass
+        except (OSError, ValueError) as exc:
+            answers[url] = redact(str(exc)) or type(exc).__name__
 
-    thread = threading.Thread(target=probe, name="envcheck-index-probe", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    return bool(answer and answer[0])
+    threads = [threading.Thread(target=ask, args=(url,), name="envcheck-index-probe", daemon=True)
+               for url in dict.fromkeys(urls)]
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(deadline - time.monotonic(), 0))
+    return {url: answers.get(url, f"no answer within {timeout:g} s") for url in urls}
 
 
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")

@@ -65,6 +65,14 @@ def searched(kernels: Path) -> bool:
     return os.path.realpath(kernels) in {os.path.realpath(d) for d in search_dirs()}
 
 
+def prefix_of(kernels: Path) -> Path | None:
+    """The ``--prefix`` that finds kernelspecs in ``kernels`` where Jupyter's search doesn't
+    (``PREFIX/share/jupyter/kernels``); None where it does."""
+    if searched(kernels) or kernels.parts[-3:] != ("share", "jupyter", "kernels"):
+        return None
+    return kernels.parent.parent.parent
+
+
 @dataclass(frozen=True)
 class Kernelspec:
     """One kernelspec envcheck wrote, as found on disk."""

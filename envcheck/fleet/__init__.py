@@ -1,6 +1,7 @@
 """Fleet: envcheck on every node of a Ray cluster, one aggregated answer.
 
-Owns: the cluster as envcheck sees it (``cluster``: connect, the alive nodes, ``--nodes``),
+Owns: the cluster's address and what answers there, checked before Ray is given it
+(``address``), the cluster as envcheck sees it (``cluster``: connect, the alive nodes, ``--nodes``),
 the task Ray runs on each node (``tasks``: the node's own ``envcheck COMMAND --json`` as a
 subprocess), sending one task per node and collecting the answers within the deadline
 (``dispatch``), reading each node's document (``reading``), and the ``envcheck.fleet/1``

@@ -1,12 +1,11 @@
 """The Ray cluster as envcheck sees it: Ray imported, the cluster connected, its alive nodes,
 and the ones a command asks.
 
-The address: ``--address``, else ``RAY_ADDRESS``, else ``auto`` (the cluster ``ray start``
-left on this machine). Ray's own connect retries an address that doesn't answer for ever, so
-the address is tried first with a plain TCP connection (``CONNECT_TIMEOUT``): no cluster
-there is a UsageError (exit 2) saying how to start one. A Ray driver attaches to the raylet
-of the machine it runs on: run ``envcheck fleet`` on a node of the cluster (Ray Client,
-``ray://``, is not supported: it was not tested).
+The address (``--address``, else ``RAY_ADDRESS``, else ``auto``) is resolved and checked by
+``address``: no Ray cluster there, or something else answering, is a UsageError (exit 2)
+saying what answered and how to start a cluster. A Ray driver attaches to the raylet of the
+machine it runs on: run ``envcheck fleet`` on a node of the cluster (Ray Client, ``ray://``,
+is not supported: it was not tested).
 
 Which nodes: every alive node, the head only when Ray counts GPUs on it or with
 ``include_head``. ``--nodes`` is a comma-separated list of terms, each ``KEY=VALUE`` (a node
@@ -18,19 +17,14 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
-import socket
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
+from . import address
 
 INSTALL = "pip install 'envcheck[fleet]' (it installs Ray)"
-START = ("start one: `ray start --head` on the head node and `ray start --address HEAD:6379` on "
-         "each other node, then run envcheck fleet on one of them; or pass --address HOST:PORT "
-         "(or set RAY_ADDRESS)")
-CONNECT_TIMEOUT = 5.0
 HEAD_RESOURCE = "node:__internal_head__"
 RAY_LABELS = "ray.io/"  # labels Ray sets itself
 
@@ -45,6 +39,7 @@ def import_ray() -> Any:
     That is about 0.04 s off importing and connecting, 0.1 s off exiting (BENCHMARKS.md)."""
     if sys.modules.get("ray") is not None:  # imported already (None: an import that failed)
         return sys.modules["ray"]
+    address.bound_ray_connect()  # read by Ray as it is imported
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -98,42 +93,23 @@ def node_from_ray(info: dict[str, Any]) -> Node:
 
 # -- connecting ------------------------------------------------------------------------------
 
-def connect(ray: Any, address: str | None) -> str:
-    """Connect this process to the cluster as a driver; the address connected to."""
-    target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    bootstrap = _bootstrap(target)
-    host, _, port = bootstrap.rpartition(":")
+def connect(ray: Any, given: str | None) -> str:
+    """Connect this process to the cluster as a driver; the address connected to. What
+    answers there is asked first (``address``): Ray's connect is left only what may be Ray."""
+    target = address.resolve(given)
+    address.check(target)
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"no Ray cluster at {bootstrap}: {exc}", START) from None
-    try:
-        ray.init(address=bootstrap, logging_level=logging.ERROR, log_to_driver=False,
-                 namespace="envcheck-fleet")
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise UsageError(f"can't connect to the Ray cluster at {bootstrap}: {_first_line(exc)}",
-                         START) from None
-    return bootstrap
-
-
-def _bootstrap(target: str) -> str:
-    """``host:port`` for ``target``, ``auto`` resolved as Ray does."""
-    if "://" in target:
-        raise UsageError(f"--address {target}: give the cluster's HOST:PORT", "run envcheck fleet on "
-                         "a node of the cluster (Ray Client, ray://, is not supported)")
-    try:
-        from ray._private.services import canonicalize_bootstrap_address
-    except ImportError:  # another Ray: its own resolution, without the reachability check
-        return target
-    try:
-        resolved = canonicalize_bootstrap_address(target)
+        with address.stderr_kept():
+            ray.init(address=target.bootstrap, logging_level=logging.ERROR, log_to_driver=False,
+                     namespace="envcheck-fleet")
     except ConnectionError:
-        raise UsageError("no Ray cluster found on this machine", START) from None
-    except ValueError:
-        raise UsageError(f"--address {target}: not HOST:PORT", "e.g. --address 10.0.0.1:6379") from None
-    if not resolved:
-        raise UsageError(f"--address {target}: not a Ray cluster address", "e.g. --address 10.0.0.1:6379")
-    return resolved
+        raise UsageError(f"no Ray cluster at {target}: a gRPC server answers there, but Ray could not "
+                         f"connect to it as a cluster (Ray tries {address.ray_connect_bound()})",
+                         address.GCS_PORT) from None
+    except (RuntimeError, ValueError) as exc:
+        raise UsageError(f"can't connect to the Ray cluster at {target}: {_first_line(exc)}",
+                         address.START) from None
+    return target.bootstrap
 
 
 def _first_line(exc: BaseException) -> str:

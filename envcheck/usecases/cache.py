@@ -13,12 +13,15 @@ DEFAULT_WAIT_S = 30.0  # how long `cache clean` waits for a running install
 
 
 def cache_json(cache: Any) -> dict[str, Any]:
+    """One cache; ``complete`` false: its walk stopped at its budget, ``bytes`` and ``files``
+    are lower bounds."""
     size = cache.size
     return {"installer": cache.installer, "owner": cache.owner,
             "path": None if cache.path is None else str(cache.path), "owned": cache.owned,
             "used_by_installs": cache.used, "exists": size is not None,
             "bytes": size.bytes if size else 0, "files": size.files if size else 0,
-            "reclaimable_bytes": size.reclaimable_bytes if size else 0, "note": cache.note}
+            "reclaimable_bytes": size.reclaimable_bytes if size else 0,
+            "complete": size.complete if size else True, "note": cache.note}
 
 
 @dataclass
@@ -33,7 +36,8 @@ class CacheInfo(Result):
 
     def body(self) -> dict[str, Any]:
         return {"caches": [cache_json(c) for c in self.caches],
-                "total_bytes": sum(c.size.bytes for c in self.caches if c.size)}
+                "total_bytes": sum(c.size.bytes for c in self.caches if c.size),
+                "total_complete": all(c.size.complete for c in self.caches if c.size)}
 
 
 @dataclass

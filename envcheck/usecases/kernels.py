@@ -141,8 +141,8 @@ def check_target(session, name: str, prefix: str | None = None) -> list[str]:
     other = judge(session, spec)
     if other.status != "gone":
         raise UsageError(f"{target} is the kernel of env {spec.env} in env home {spec.home}",
-                         f"remove it first (envcheck --home {shlex.quote(spec.home)} kernel remove {spec.env}), "
-                         "or install elsewhere with --prefix DIR")
+                         f"remove it first (envcheck --home {shlex.quote(spec.home)} kernel remove {spec.env}"
+                         f"{_prefix_option(kernels)}), or install elsewhere with --prefix DIR")
     return [f"replaced {target}, the kernel of env {spec.env} in env home {spec.home} ({other.problem})"]
 
 
@@ -215,8 +215,9 @@ def judge(session, spec) -> KernelStatus:
 
     ours = os.path.realpath(spec.home) == str(_home(session))
     option = "" if ours else f"--home {shlex.quote(spec.home)} "
-    reinstall = f"envcheck {option}kernel install {spec.env}"
-    gone_fix = f"envcheck {option}kernel remove {spec.env}"
+    place = _prefix_option(spec.path.parent)  # without it, remove misses this kernelspec, install writes another
+    reinstall = f"envcheck {option}kernel install {spec.env}{place}"
+    gone_fix = f"envcheck {option}kernel remove {spec.env}{place}"
     if not Path(spec.home).is_dir():
         return KernelStatus(spec, "gone", f"its env home {spec.home} is gone", gone_fix)
     store = session.store if ours else EnvStore(Home(spec.home))
@@ -235,6 +236,12 @@ def judge(session, spec) -> KernelStatus:
         return KernelStatus(spec, "outdated", "its interpreter or variables differ from what `envcheck run` "
                             "sets in the env now", reinstall)
     return KernelStatus(spec, "ok")
+
+
+def _prefix_option(kernels: Path) -> str:
+    """`` --prefix P`` where the kernelspecs in ``kernels`` need it to be found, else ``""``."""
+    prefix = ks.prefix_of(kernels)
+    return f" --prefix {shlex.quote(str(prefix))}" if prefix else ""
 
 
 def _dirs(session, names: Iterable[str], prefix: str | None) -> list[Path]:
