@@ -22,17 +22,16 @@ _RENDERERS: dict[str, Callable[[object], str]] = {}  # "module:Class" -> rendere
 _COLOURS = {"ready": "32", "ok": "32", "pass": "32", "degraded": "33", "warn": "33", "WARN": "33",
             "not-ready": "31", "fail": "31", "FAIL": "31", "NOT READY": "31"}
 # C0 controls but newline and tab, DEL, C1 controls, and lone surrogates (undecodable bytes)
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSAFE = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]"  # compiled on first use: JSON needs none
 # colour()'s mark for a colour code, made per process so text from outside can't forge one;
 # ``safe`` keeps marks as they are and ``_painted`` turns them into escape sequences.
 _MARK = f"\x00{os.urandom(8).hex()}:"
-_MARKED = re.compile(re.escape(_MARK) + r"([0-9]+)\x00")
+_MARKED = re.escape(_MARK) + r"([0-9]+)\x00"
 
 
 def emit_json(data: object) -> None:
     """Write one JSON document to stdout."""
-    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")  # one write, not one per token
 
 
 def text(*classes: str) -> Callable:
@@ -71,9 +70,9 @@ def safe(text: str) -> str:
     """``text`` with every control character but newline and tab shown as a visible escape
     (ESC as ``\\x1b``), and every lone surrogate too: one from a byte that wasn't UTF-8
     (``surrogateescape``) as that byte (``\\xff``), any other as ``\\udXXX``. Safe to apply twice."""
-    parts = _MARKED.split(text)  # text, colour code, text, ...
+    parts = re.split(_MARKED, text)  # text, colour code, text, ...
     for i in range(0, len(parts), 2):
-        parts[i] = _UNSAFE.sub(_escaped, parts[i])
+        parts[i] = re.sub(_UNSAFE, _escaped, parts[i])
     for i in range(1, len(parts), 2):
         parts[i] = f"{_MARK}{parts[i]}\x00"
     return "".join(parts)
@@ -87,7 +86,7 @@ def _escaped(match: re.Match) -> str:
 
 
 def _painted(text: str) -> str:
-    return _MARKED.sub(lambda m: f"\033[{m[1]}m", text)
+    return re.sub(_MARKED, lambda m: f"\033[{m[1]}m", text)
 
 
 def colour(word: str) -> str:

@@ -9,13 +9,18 @@ from __future__ import annotations
 import os
 import re
 
-_CANON = re.compile(r"[-_.]+")
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508 names: ASCII only
+# Patterns are compiled on first use (re's cache), not on import: the gate's stored-pass
+# answer imports this module and compiles none of them.
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"  # PEP 508 names: ASCII only
 
 
 def canonical_name(name: str) -> str:
-    """PEP 503 normalised project name (the same as packaging.utils.canonicalize_name)."""
-    return _CANON.sub("-", name).lower()
+    """PEP 503 normalised project name (the same as packaging.utils.canonicalize_name): runs
+    of ``-``, ``_`` and ``.`` become one ``-``, lower case."""
+    out = name.replace("_", "-").replace(".", "-").lower()
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out
 
 
 def site_packages(env: str | os.PathLike) -> list:
@@ -116,7 +121,7 @@ def pins(packages: dict[str, str]) -> tuple[list[str], list[str]]:
     """
     lines, left_out = [], []
     for name, version in packages.items():
-        if _NAME.fullmatch(name) and _is_version(version):
+        if re.fullmatch(_NAME, name) and _is_version(version):
             lines.append(f"{name}=={version}")
         else:
             left_out.append(f"{name!r} {version!r}: not a PEP 508 name with a PEP 440 version "
