@@ -138,3 +138,23 @@ def test_ties_prefer_a_passed_validation_then_the_newest_framework(home, wheelho
     assert [n for n, _ in ranking(envcheck(env, "select", "--json"))] == ["b-new", "a-old"]
     assert envcheck(env, "validate", "a-old", "--no-smoke").code == 0
     assert [n for n, _ in ranking(envcheck(env, "select", "--json"))] == ["a-old", "b-new"]
+
+
+def test_an_out_of_date_validation_counts_for_nothing(envs, fake_nvml):
+    """A stored failure puts a GPU env on the CPU tier only while it describes the env and host
+    of now: on another driver it no longer pushes the env down (nor does an old pass lift one)."""
+    before = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(envs))
+    failed = envcheck(before, "validate", "tfgpu", "--no-smoke", "--json")
+    assert failed.code == 1 and failed.json()["reports"][0]["verdict"] == "not-ready", failed.err
+    assert envcheck(before, "validate", "tfcpu", "--no-smoke").code == 0
+    r = envcheck(before, "select", "--framework", "tensorflow", "--json")
+    assert ranking(r) == [("tfcpu", "cpu"), ("tfgpu", "cpu")]
+    rows = {x["name"]: x for x in r.json()["ranking"]}
+    assert rows["tfgpu"]["why_cpu"] == "failed" and rows["tfgpu"]["validated"] == "not-ready"
+    after = fake_nvml.env([A100], FAKE_NVML_DRIVER="560.35.03", FAKE_NVML_CUDA="12060", ENVCHECK_HOME=str(envs))
+    r = envcheck(after, "select", "--framework", "tensorflow", "--json")
+    assert r.code == 0, r.err
+    assert ranking(r) == [("tfgpu", "gpu"), ("tfcpu", "cpu")]
+    rows = {x["name"]: x for x in r.json()["ranking"]}
+    assert rows["tfgpu"]["why_cpu"] is None and "last validation failed" not in rows["tfgpu"]["reason"]
+    assert rows["tfgpu"]["validated"] is None and rows["tfcpu"]["validated"] is None

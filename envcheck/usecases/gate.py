@@ -1,11 +1,12 @@
 """The pre-training gate: "is this env ready to train here?" in milliseconds when nothing changed.
 
-A stored validation answers at once when it passed, is younger than ``max_age`` and its
-fingerprint (``validation.freshness``: installed packages and files, Python, the env's
-manifest and interpreter, driver version, GPU UUIDs, CUDA variables) equals the current one;
-otherwise the quick checks run (the smoke fit only when asked) and their result is stored for
-the next call. No framework is ever imported here, and importing this module stays cheap
-(no dataclasses, typing or pathlib): ``cli/fast.py`` answers a stored pass with it.
+A stored validation (``validation.reports.StoredReport``, by ``validation.freshness``'s one
+rule) answers at once when it passed, is younger than ``max_age`` and its fingerprint
+(installed packages and files, Python, the env's manifest and interpreter, driver version,
+GPU UUIDs, CUDA variables) equals the current one; otherwise the quick checks run (the smoke
+fit only when asked) and their result is stored for the next call. No framework is ever
+imported here, and importing this module stays cheap (no dataclasses, typing or pathlib):
+``cli/fast.py`` answers a stored pass with it.
 """
 from __future__ import annotations
 
@@ -79,13 +80,13 @@ def check(session, name: str | None, *, require_gpu: bool = False, min_gpus: int
           max_age: float | None = None, smoke: bool = False, framework: str | None = None) -> GateResult:
     """Gate env ``name`` (None or "auto": the env `select` picks, of ``framework`` if given) on
     this host, from the stored validation when it still holds."""
-    from ..validation.reports import fingerprint, load_report
+    from ..validation.reports import StoredReport, fingerprint
 
     max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
     info = session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
-    stored = load_report(session.home, info.name)
-    if freshness.answers(stored, fingerprint(info, session.host), max_age, smoke):
-        return judge(info.name, stored, True, require_gpu, min_gpus, session.host)
+    stored = StoredReport.load(session.home, info.name)
+    if stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke):
+        return judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
     report = session.validate_and_store(info, smoke=smoke)
     return judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
 
@@ -133,14 +134,14 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0,
 
 
 def _judge_here(require_gpu: bool, min_gpus: int, seconds: float) -> GateResult:
-    from ..validation.reports import fingerprint, load_report
+    from ..validation.reports import StoredReport, fingerprint
     from .session import Session
 
     home, info = _running_env()
     session = Session(home)
-    stored = load_report(home, info.name) if home else None
-    if freshness.answers(stored, fingerprint(info, session.host), seconds, False):
-        return judge(info.name, stored, True, require_gpu, min_gpus, session.host)
+    stored = StoredReport.load(home, info.name) if home else None
+    if stored is not None and stored.answers(fingerprint(info, session.host), max_age=seconds):
+        return judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
     report = session.validate_and_store(info, smoke=False, store=home is not None)
     result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
     if home is None and result.fix:

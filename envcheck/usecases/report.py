@@ -3,8 +3,9 @@
 Each env's last validation (``validation.reports.load_report``) is rebuilt into a ``Report``
 of the shape `validate` writes, with its fields read tolerantly (a device row, number or
 text of the wrong type becomes "not known", never a crash), and judged against the env and
-host of now: the fingerprint parts that changed since it was stored are listed, so an old
-"ready" is shown as out of date, not as a pass. An env without a readable report is listed
+host of now: the fingerprint parts that changed since it was stored are listed
+(``StoredReport.changed``, the rule the gate and selection use), so an old "ready" is shown
+as out of date, not as a pass. An env without a readable report is listed
 as having none. The CLI renders the result as text, JSON (``envcheck.reports/1``) or one
 self-contained HTML page; `doctor --html` renders the same result (``doctor_reports``).
 """
@@ -93,16 +94,14 @@ def doctor_reports(session, diagnosis) -> StoredReports:
 
 def evidence(session, info) -> EnvEvidence:
     """Env ``info``'s stored report, rebuilt, and what changed since it was made."""
-    from ..validation.reports import fingerprint, load_report
+    from ..validation.reports import StoredReport, fingerprint
 
-    data = load_report(session.home, info.name)
-    if data is None:
-        stored = session.home.report(info.name).exists()
-        return EnvEvidence(info.name, info.state, missing=UNREADABLE if stored else NEVER)
-    now = fingerprint(info, session.host)
-    before = data["fingerprint"]
-    changed = [key for key in now if before.get(key) != now[key]]
-    return EnvEvidence(info.name, info.state, rebuild(data), changed=changed)
+    stored = StoredReport.load(session.home, info.name)
+    if stored is None:
+        there = session.home.report(info.name).exists()
+        return EnvEvidence(info.name, info.state, missing=UNREADABLE if there else NEVER)
+    return EnvEvidence(info.name, info.state, rebuild(stored.data),
+                       changed=stored.changed(fingerprint(info, session.host)))
 
 
 def rebuild(data: dict[str, Any]) -> Any:

@@ -1,8 +1,10 @@
 """Pick the env to train with: a GPU env this host can really run, then a CPU env, else a warning.
 
 Reads only manifests, ``*.dist-info`` names and stored reports, plus the session's one NVML
-probe, so it ranks a hundred envs in well under a second and starts no interpreter. With no
-``framework``, an env with any framework of the registry counts.
+probe, so it ranks a hundred envs in well under a second and starts no interpreter. A stored
+report counts only while it is current (``StoredReport.verdict_now``: same fingerprint), so an
+old failure never pushes a GPU env down, nor an old pass lifts one. With no ``framework``, an
+env with any framework of the registry counts.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ class Ranked:
     reason: str
     framework: str | None = None
     version: str | None = None
-    validated: str | None = None  # verdict of the last validation, if any
+    validated: str | None = None  # verdict of the last validation, while it is current
     why_cpu: str | None = None  # a GPU build on the CPU tier, in a word: no-gpu | incompatible | failed
 
     def to_json(self) -> dict[str, Any]:
@@ -141,7 +143,7 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
             selection.excluded.append({"name": info.name, "reason": why_not})
             continue
         build = frameworks.build_from_packages(info.packages, framework)
-        stored = _stored_verdict(home, info.name)
+        stored = _stored_verdict(home, info, host)
         tier, reason, why_cpu = _tier(info, build, host, stored, verdicts)
         named = build.framework if build else (framework or frameworks.detect(info.packages)[0])
         ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored, why_cpu)
@@ -151,13 +153,15 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
     return selection
 
 
-def _stored_verdict(home, name: str) -> str | None:
+def _stored_verdict(home, info, host) -> str | None:
+    """The verdict of env ``info``'s stored validation while it still describes the env and
+    this host (``StoredReport.verdict_now``): an out-of-date pass or failure counts for nothing."""
     if home is None:
         return None
-    from ..validation.reports import load_report
+    from ..validation.reports import StoredReport, fingerprint
 
-    report = load_report(home, name)
-    return report.get("verdict") if report else None
+    stored = StoredReport.load(home, info.name)
+    return stored.verdict_now(fingerprint(info, host)) if stored is not None else None
 
 
 def _warning(selection: Selection, framework: str | None, requirements, host,

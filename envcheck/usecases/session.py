@@ -119,14 +119,14 @@ class Session:
         return report
 
     def _to_store(self, info: Any, report: Any) -> Any:
-        """The report to store after validating ``info`` (``reports.to_store``: a shallower
-        validation never erases a deeper one's evidence), or None: nothing is stored for an env
-        that is broken or gone."""
-        from ..validation.reports import load_report, to_store
+        """The report to store after validating ``info`` (``StoredReport.to_store``: a
+        shallower validation never erases a deeper one's evidence of the same fingerprint), or
+        None: nothing is stored for an env that is broken or gone."""
+        from ..validation.reports import StoredReport, to_store
 
         if info.state == "broken" or not self.home.manifest(info.name).is_file():
             return None
-        return to_store(load_report(self.home, info.name), report)
+        return to_store(StoredReport.load(self.home, info.name), report)
 
 
 def require_envs(session: Session) -> list:

@@ -1,5 +1,10 @@
 """When a stored validation still answers: its fingerprint, its depth and its age, one rule.
 
+``current`` (nothing it depends on changed; ``changed`` names what did), ``depth_of`` and
+``answers`` are that rule; ``validation.reports.StoredReport`` is its typed face, which the
+gate, selection, `report` and the session use, and the gate's stored-pass answer calls these
+directly.
+
 Standard library only, and no pathlib: the pre-training gate's stored-pass answer
 (``cli/fast.py``) computes the fingerprint with these very functions, without the store, the
 session or the report types, and ``reports.fingerprint`` (what ``validate`` stores) is these
@@ -95,16 +100,38 @@ def age_s(report: dict) -> float | None:
     return (datetime.now(timezone.utc) - created).total_seconds()
 
 
-def answers(report: dict | None, current: dict, max_age: float, smoke: bool) -> bool:
-    """May the stored report answer? It must be of this fingerprint and fresh. A pass answers
-    when it went as deep as asked; a failure stands until a validation at least as deep as
-    it says otherwise (so a quick check never turns a failed smoke fit into "ready")."""
-    if not report or report.get("fingerprint") != current:
+def depth_of(report: dict) -> str:
+    """How deep a stored report went (one written before depths were kept: by its smoke flag)."""
+    return report.get("depth") or ("smoke" if report.get("smoke") else "quick")
+
+
+def current(report: dict | None, fingerprint: dict) -> bool:
+    """Is the stored report of this fingerprint, i.e. does nothing it depends on differ now?
+    (``changed`` names what does: it is empty exactly when this is true)"""
+    return bool(report) and report.get("fingerprint") == fingerprint
+
+
+def changed(report: dict, fingerprint: dict) -> list[str]:
+    """The fingerprint's parts that differ between the stored report and now, in the current
+    fingerprint's order (a part only one of them has counts too)."""
+    before = report.get("fingerprint")
+    if not isinstance(before, dict):
+        return list(fingerprint) or ["fingerprint"]
+    missing = object()
+    return [key for key in {**fingerprint, **before}
+            if before.get(key, missing) != fingerprint.get(key, missing)]
+
+
+def answers(report: dict | None, fingerprint: dict, max_age: float, smoke: bool) -> bool:
+    """May the stored report answer? It must be of this fingerprint (``current``) and fresh. A
+    pass answers when it went as deep as asked; a failure stands until a validation at least
+    as deep as it says otherwise (so a quick check never turns a failed smoke fit into "ready")."""
+    if not current(report, fingerprint):
         return False
     age = age_s(report)
     if age is None or not 0 <= age <= max_age:
         return False
-    depth = report.get("depth") or ("smoke" if report.get("smoke") else "quick")
+    depth = depth_of(report)
     if report.get("verdict") in ("ready", "degraded"):
         return not (smoke and deeper("smoke", depth))
     return deeper(depth, "smoke" if smoke else "listing")  # a rerun would go less deep

@@ -1,8 +1,11 @@
 """Validation reports: their checks, how deep they went, the fingerprint they depend on, and
 their storage.
 
-Kept apart from ``validate``; when a stored report still answers (fingerprint, depth, age) is
-``freshness``, which the gate's stored-pass answer uses without importing this.
+Kept apart from ``validate``. A stored report is read as a ``StoredReport``, which says
+whether it still answers (``current``, ``changed``, ``answers``) by ``freshness``'s one rule
+(the gate's stored-pass answer calls ``freshness`` itself, without importing this) and what
+to keep when a new validation arrives (``to_store``): the gate, selection, `report` and the
+session ask it, never the raw dict.
 """
 from __future__ import annotations
 
@@ -69,24 +72,77 @@ def fingerprint(info, host) -> dict[str, Any]:
                                  state=info.state, packages=info.packages, host=host_fingerprint(host))
 
 
-def to_store(stored: dict[str, Any] | None, report: Report) -> Report | None:
-    """What to store after ``report`` when ``stored`` (``load_report``'s) is there: None to
-    keep ``stored``. A validation never erases what one of the same fingerprint measured: a
-    shallower one is dropped when it passed, or when the deeper one failed (that failure stands
-    until a validation as deep says otherwise); one that is stored (a shallower failure, whose
-    failure is the answer now, or one as deep) carries what ``stored`` measured and it did
-    not: device rows, multi-replica, speedup and the checks it skipped, each saying which
-    validation measured it, so `report` still shows them."""
-    if not stored or stored.get("fingerprint") != report.fingerprint:
-        return report
-    if freshness.deeper(stored.get("depth"), report.depth) and (report.ok or stored.get("verdict") == "not-ready"):
-        return None
-    return _carry(stored, report)
+@dataclass(frozen=True)
+class StoredReport:
+    """A stored validation report, as ``load_report`` read it (``data``: its sound JSON), and
+    whether it still answers for this env and host now, by ``freshness``'s one rule."""
+
+    data: dict[str, Any]
+
+    @classmethod
+    def load(cls, home, name: str) -> StoredReport | None:
+        """Env ``name``'s stored report, or None when there is none that can be read."""
+        data = load_report(home, name)
+        return None if data is None else cls(data)
+
+    @property
+    def verdict(self) -> str:
+        return self.data["verdict"]
+
+    @property
+    def depth(self) -> str:
+        return freshness.depth_of(self.data)
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return self.data["fingerprint"]
+
+    @property
+    def age_s(self) -> float | None:
+        return freshness.age_s(self.data)
+
+    def current(self, fingerprint: dict[str, Any]) -> bool:
+        """Does it describe the env and host of ``fingerprint`` (nothing it depends on changed)?"""
+        return freshness.current(self.data, fingerprint)
+
+    def changed(self, fingerprint: dict[str, Any]) -> list[str]:
+        """The fingerprint's parts that changed since (empty exactly when ``current``)."""
+        return freshness.changed(self.data, fingerprint)
+
+    def verdict_now(self, fingerprint: dict[str, Any]) -> str | None:
+        """Its verdict while it is current, else None: an out-of-date pass or failure says
+        nothing about the env now."""
+        return self.verdict if self.current(fingerprint) else None
+
+    def answers(self, fingerprint: dict[str, Any], *, max_age: float, smoke: bool = False) -> bool:
+        """May it answer the gate in place of a validation (as deep as ``smoke`` asks)? Current,
+        younger than ``max_age``, a pass as deep as asked or a failure deeper than a rerun."""
+        return freshness.answers(self.data, fingerprint, max_age, smoke)
+
+    def to_store(self, report: Report) -> Report | None:
+        """What to store after validation ``report``: None to keep this one. A validation never
+        erases what one of the same fingerprint measured: a shallower one is dropped when it
+        passed, or when the deeper one failed (that failure stands until a validation as deep
+        says otherwise); one that is stored (a shallower failure, whose failure is the answer
+        now, or one as deep) carries what this one measured and it did not: device rows,
+        multi-replica, speedup and the checks it skipped, each saying which validation
+        measured it, so `report` still shows them."""
+        if not self.current(report.fingerprint):
+            return report
+        if freshness.deeper(self.depth, report.depth) and (report.ok or self.verdict == "not-ready"):
+            return None
+        return _carry(self.data, report)
+
+
+def to_store(stored: StoredReport | None, report: Report) -> Report | None:
+    """What to store after ``report`` when ``stored`` is there (``StoredReport.to_store``):
+    None to keep ``stored``."""
+    return report if stored is None else stored.to_store(report)
 
 
 def _carry(stored: dict[str, Any], report: Report) -> Report:
     """A copy of ``report`` with what ``stored`` measured and it did not."""
-    source = f"measured by the {stored.get('depth')} validation of {stored.get('created')}"
+    source = f"measured by the {freshness.depth_of(stored)} validation of {stored.get('created')}"
     skipped = {c.id for c in report.checks if c.status == "skip"}
     earlier = {c["id"]: c for c in stored["checks"] if c["id"] in skipped and c["status"] != "skip"}
     checks = [_carried(earlier[c.id], source) if c.id in earlier else c for c in report.checks]
