@@ -118,6 +118,47 @@ def test_clean_environ_strips_one_list_and_env_environ_puts_the_env_first(tmp_pa
     assert in_env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and "PYTHONPATH" not in in_env
 
 
+def test_child_environ_adds_what_each_purpose_needs_and_the_caller_keeps_its_own(tmp_path: Path):
+    env_dir = tmp_path / "env"
+    library = env_dir / "lib" / "python3.11" / "site-packages" / "nvidia" / "cudnn" / "lib"
+    library.mkdir(parents=True)
+    (env_dir / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    base = {"PATH": "/usr/bin", "PYTHONPATH": "/elsewhere", "CUDA_DEVICE_ORDER": "FASTEST_FIRST",
+            "TF_FORCE_GPU_ALLOW_GROWTH": "false", "LD_LIBRARY_PATH": "/opt/lib"}
+
+    run = processes.child_environ(env_dir, gpus=[0, 2], framework="tensorflow==2.11.1", base=base,
+                                  extra={"ENVCHECK_GLOBAL_BATCH": "8"})
+    assert run["PATH"] == f"{env_dir / 'bin'}{os.pathsep}/usr/bin" and run["VIRTUAL_ENV"] == str(env_dir)
+    assert run["LD_LIBRARY_PATH"] == f"{library}{os.pathsep}/opt/lib" and "PYTHONPATH" not in run
+    assert (run["CUDA_DEVICE_ORDER"], run["CUDA_VISIBLE_DEVICES"]) == (processes.PCI_ORDER, "0,2")
+    assert run["TF_FORCE_GPU_ALLOW_GROWTH"] == "false"  # the framework's are defaults
+    assert run["ENVCHECK_GLOBAL_BATCH"] == "8"
+    assert "CUDA_VISIBLE_DEVICES" not in processes.child_environ(env_dir, base={})
+
+    kernel = processes.child_environ(env_dir, framework="tensorflow", purpose="kernel")
+    assert kernel == {"PATH": f"{env_dir / 'bin'}{os.pathsep}${{PATH}}", "VIRTUAL_ENV": str(env_dir),
+                      "LD_LIBRARY_PATH": f"{library}{os.pathsep}${{LD_LIBRARY_PATH}}",
+                      **{n: "" for n in processes.STRIPPED if n.startswith("PYTHON")},
+                      "CUDA_DEVICE_ORDER": processes.PCI_ORDER, "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+
+    smoke = processes.child_environ(processes.venv_of(env_dir / "bin" / "python"), purpose="smoke",
+                                    base=base, extra={"KERAS_HOME": "/k"})
+    assert smoke["VIRTUAL_ENV"] == str(env_dir) and smoke["KERAS_HOME"] == "/k"
+    assert (smoke["CUDA_DEVICE_ORDER"], smoke["PYTHONNOUSERSITE"], smoke["TF_CPP_MIN_LOG_LEVEL"]) == (
+        processes.PCI_ORDER, "1", "2")
+    assert smoke["TF_FORCE_GPU_ALLOW_GROWTH"] == "false"  # no run variables: the caller's, passed on
+
+    probe = processes.child_environ(None, purpose="probe", base=base)
+    assert probe == processes.clean_environ(base=base)  # no env: the clean base alone
+    assert processes.venv_of(tmp_path / "bin" / "python") is None
+    fleet = processes.child_environ(None, purpose="fleet", base=base, extra={"SECRET": "s"})
+    assert fleet == processes.clean_environ({"SECRET": "s"}, base=base)
+    with pytest.raises(ValueError):
+        processes.child_environ(None, purpose="fleet", gpus=[0])
+    with pytest.raises(ValueError):
+        processes.child_environ(None, purpose="nonsense")
+
+
 def test_output_is_decoded_safely_and_the_status_kept():
     done = processes.run(["sh", "-c", r"printf 'ok \377\376\n'; printf 'bad \300\n' >&2; exit 3"],
                          timeout=30, env=processes.clean_environ())

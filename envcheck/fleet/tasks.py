@@ -65,7 +65,7 @@ def answer(command: str, args: list[str], environment: dict[str, str], timeout: 
         from envcheck import processes
     except ImportError:
         return {**reply, "installed": False, "error": _not_installed(argv)}
-    env = processes.clean_environ(environment, base=environ)
+    env = _child_environ(processes, environ, environment)
     version = _beside(processes, [*argv, "--version"], env, VERSION_TIMEOUT)
     try:
         done = _run(processes, [*argv, command, *args, "--json"], env,
@@ -94,6 +94,16 @@ def node_environ(holds_gpus: bool) -> dict[str, str]:
         if holds_gpus:
             env.pop("CUDA_VISIBLE_DEVICES", None)
     return env
+
+
+def _child_environ(processes: Any, node: dict[str, str], environment: dict[str, str]) -> dict[str, str]:
+    """The node's envcheck's environment, as the node's ``envcheck.processes`` makes a fleet
+    child's: ``environment`` laid over ``node``, cleaned (an envcheck older than
+    ``child_environ``: its ``clean_environ``, the same thing)."""
+    child_environ = getattr(processes, "child_environ", None)
+    if child_environ is None:
+        return processes.clean_environ(environment, base=node)
+    return child_environ(None, purpose="fleet", base=node, extra=environment)
 
 
 def _raylet_environ() -> dict[str, str] | None:

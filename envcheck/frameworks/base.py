@@ -92,9 +92,11 @@ class Framework:
     smoke_backend: str  # the smoke runner's backend for this framework
     multi_device: str  # the data-parallel strategy the multi-device smoke uses
     batch_rule: str  # "split": the global batch is split over the devices; "per-device": each gets it whole
-    # What `envcheck run` (and anything else envcheck starts in the env: kernels, validate) sets,
+    # What `envcheck run` and a Jupyter kernel of the env get (``processes.child_environ``),
     # given the installed version of the framework's distribution (None: not known).
     run_environ: Callable[[Version | None], Mapping[str, str]] = lambda version: {}
+    # Defaults for the smoke runner, whatever the env's framework (the runner may import this one).
+    smoke_environ: Mapping[str, str] = field(default_factory=dict, hash=False)
     cpu_presets: tuple[str, ...] = ()  # presets to suggest, best first
     gpu_presets: tuple[str, ...] = ()
     gpu_block: Callable[[Build, str], GpuBlock | None] = lambda build, os: None

@@ -51,6 +51,7 @@ FRAMEWORK = Framework(
     batch_rule="split",
     # TensorFlow takes all GPU memory at start unless told to grow as it needs.
     run_environ=lambda version: {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+    smoke_environ={"TF_CPP_MIN_LOG_LEVEL": "2"},  # its C++ INFO and WARNING lines off the runner's stderr
     cpu_presets=("tensorflow-cpu",),
     gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11-wheels", "tensorflow-gpu-cuda11.2"),
     gpu_block=_gpu_block,

@@ -3,10 +3,10 @@ makes and `env remove` takes away.
 
 A kernel of env NAME is named ``envcheck-name``, shown as "Python 3.x (envcheck: NAME)", and
 starts ``ENV/bin/python -m ipykernel_launcher`` with what `envcheck run` gives a command in
-the env (``kernel_environ``), so a notebook sees the GPUs a `run` would: the env's bin
-folder first on ``PATH`` and ``VIRTUAL_ENV``; the library folders of its CUDA wheels first on
-``LD_LIBRARY_PATH``; ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (GPUs numbered as NVML and
-``envcheck gpu`` number them); the framework's variables for the installed version
+the env (``processes.child_environ``, purpose "kernel"), so a notebook sees the GPUs a `run`
+would: the env's bin folder first on ``PATH`` and ``VIRTUAL_ENV``; the library folders of its
+CUDA wheels first on ``LD_LIBRARY_PATH``; ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (GPUs numbered as
+NVML and ``envcheck gpu`` number them); the framework's variables for the installed version
 (TensorFlow's memory growth, PyTorch's expandable segments). ``CUDA_VISIBLE_DEVICES`` is left
 as the Jupyter server has it. Jupyter lays the kernelspec's ``env`` over the server's own
 environment, expanding ``${PATH}`` and ``${LD_LIBRARY_PATH}`` there; the Python variables
@@ -30,8 +30,6 @@ from ..progress import SILENT, Progress
 from ..results import Result
 
 IPYKERNEL = "ipykernel"
-# what `run` takes from the server's environment and a kernelspec refers to by ${NAME}
-_SERVER = {"PATH": "${PATH}", "LD_LIBRARY_PATH": "${LD_LIBRARY_PATH}"}
 
 
 @dataclass
@@ -87,14 +85,10 @@ class KernelsRemoved(Result):
 
 def kernel_environ(info) -> dict[str, str]:
     """The kernelspec's ``env`` for env ``info`` (see the module's docstring)."""
-    from ..processes import STRIPPED, env_environ
-    from .launch import env_variables
+    from ..processes import child_environ
+    from .launch import framework_pin
 
-    environ = {name: value for name, value in env_environ(info.path.resolve(), _SERVER).items()
-               if _SERVER.get(name) != value}
-    environ.update({name: "" for name in STRIPPED if name.startswith("PYTHON")})
-    environ.update(env_variables(info))
-    return environ
+    return child_environ(info.path.resolve(), framework=framework_pin(info), purpose="kernel")
 
 
 def kernel_spec(info, home: Path) -> dict[str, Any]:

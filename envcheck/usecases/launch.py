@@ -10,7 +10,8 @@ PCI bus id, so the command gets ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and then CUDA's
 is the same as NVML's. A GPU hidden by the caller's own ``CUDA_VISIBLE_DEVICES`` (a batch
 scheduler's allocation, say) is not offered: ``all`` means every GPU usable from here.
 
-What the command gets:
+What the command gets (``processes.child_environ``, purpose "run", which decides it for a
+Jupyter kernel of the env too):
 
 - the env's interpreter folder first on ``PATH``, ``VIRTUAL_ENV``; none of the variables
   ``processes.STRIPPED`` names (``PYTHONHOME``, ``PYTHONPATH``, ...)
@@ -32,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EnvcheckError, UsageError
-
-PCI_ORDER = "PCI_BUS_ID"
 
 
 class CommandNotFound(EnvcheckError):
@@ -135,34 +134,26 @@ def batch_sizes(batch: int, gpus: int, rule: str) -> tuple[int, int, str | None]
     return batch, per_gpu_batch(batch, gpus), None
 
 
-def env_variables(info, gpus: list[int] | None = None) -> dict[str, str]:
-    """What envcheck adds for anything it starts in env ``info`` (a command, a Jupyter kernel),
-    on top of ``processes.env_environ``'s clean base (``VIRTUAL_ENV``, the env's bin folder
-    first on ``PATH``, the library folders of CUDA wheels): the GPU order, the GPUs shown
-    (None: left as the caller has them) and the variables of the env's framework for the
-    installed version. The framework's are defaults: a value the caller set explicitly wins."""
-    variables = {"CUDA_DEVICE_ORDER": PCI_ORDER}
-    if gpus is not None:
-        variables["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+def framework_pin(info) -> str | None:
+    """The env's framework as ``processes.child_environ`` takes it: "name==installed version",
+    "name" when the version is unknown, None when the env has no known framework."""
     framework = _framework(info)
-    if framework is not None:
-        variables.update(framework.run_environ(_installed_version(info, framework)))
-    return variables
+    if framework is None:
+        return None
+    version = _installed_version(info, framework)
+    return framework.name if version is None else f"{framework.name}=={version}"
 
 
 def command_environ(base: dict[str, str], info, gpus: list[int] | None,
                     global_batch: int | None = None, per_gpu: int | None = None) -> dict[str, str]:
-    """The command's environment: every child's clean one (``processes``), the env's, the GPUs'."""
-    from ..processes import env_environ
+    """The command's environment: ``processes.child_environ`` for a run in env ``info``, and
+    the batch sizes."""
+    from ..processes import child_environ
 
-    environ = env_environ(info.path, base)
-    for name, value in env_variables(info, gpus).items():
-        if name in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES") or name not in base:
-            environ[name] = value
-    if global_batch is not None:
-        environ["ENVCHECK_GLOBAL_BATCH"] = str(global_batch)
-        environ["ENVCHECK_PER_GPU_BATCH"] = str(per_gpu)
-    return environ
+    batch = {} if global_batch is None else {"ENVCHECK_GLOBAL_BATCH": str(global_batch),
+                                             "ENVCHECK_PER_GPU_BATCH": str(per_gpu)}
+    return child_environ(info.path, gpus=gpus, framework=framework_pin(info), purpose="run",
+                         base=base, extra=batch)
 
 
 def _resolve_command(argv: list[str], path: str) -> str:

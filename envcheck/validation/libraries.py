@@ -26,9 +26,7 @@ def load_errors(python: Path, libraries: list[str],
     wheels' library folders on the loader's path)."""
     if not libraries:
         return {}
-    prefix = Path(python).parent.parent
-    env = (processes.env_environ(prefix) if (prefix / "pyvenv.cfg").is_file()
-           else processes.clean_environ())
+    env = processes.child_environ(processes.venv_of(python), purpose="probe")
     try:
         done = processes.run([str(python), "-c", _PROBE, *libraries], timeout=timeout, env=env)
     except OSError as exc:

@@ -120,18 +120,10 @@ class _Run:
 
 
 def runner_env(python: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """A known environment for the runner: envcheck's own, stripped of what would make the
-    target interpreter load foreign code (``processes.clean_environ``), with ``env`` laid
-    over it, and the env's own when ``python`` is a virtualenv's."""
-    prefix = Path(python).parent.parent
-    if (prefix / "pyvenv.cfg").is_file():
-        result = processes.env_environ(prefix, extra=env)
-    else:
-        result = processes.clean_environ(env)
-    result["PYTHONNOUSERSITE"] = "1"
-    result["PYTHONUNBUFFERED"] = "1"
-    result.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return result
+    """The runner's environment: envcheck's own with ``env`` laid over it, as
+    ``processes.child_environ`` gives a smoke child (cleaned, the env's own when ``python`` is
+    a virtualenv's, GPUs in NVML's order)."""
+    return processes.child_environ(processes.venv_of(python), purpose="smoke", extra=env)
 
 
 def _signal_name(number: int) -> str:

@@ -175,7 +175,7 @@ def _run_smoke(ctx: _Ctx) -> None:
         result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
                            import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
                            multi_replica=bool(replicas), replica_devices=replicas or None,
-                           env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "KERAS_HOME": str(keras_home)},
+                           env={"KERAS_HOME": str(keras_home)},
                            watch=_watch(ctx, names))
     ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
                                                 for d in result.devices])
@@ -217,8 +217,7 @@ def _list_devices(ctx: _Ctx) -> None:
 
     backend = frameworks.get(ctx.build.framework).smoke_backend
     ctx.progress.phase(f"starting {ctx.build.framework} to list its devices")
-    ctx.smoke_result = list_devices(ctx.info.python, backend=backend, timeout=ctx.timeout,
-                                    env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    ctx.smoke_result = list_devices(ctx.info.python, backend=backend, timeout=ctx.timeout)
     ctx.listing = True
 
 
