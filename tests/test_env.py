@@ -332,3 +332,17 @@ def test_for_another_host_makes_it_and_a_host_that_fits_needs_no_flag(home, gpu_
     a100 = fake_nvml.env(FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(home))
     fits = fake_nvml.cli(a100, "env", "create", "dl2", "--preset", gpu_preset, *offline(wheelhouse))
     assert fits.code == 0, fits.err
+
+
+def test_an_installer_backend_missing_a_method_fails_when_made_not_mid_install():
+    from envcheck.envs.installers import Installer, PipInstaller, UvInstaller
+
+    class Half(Installer):
+        def create_venv(self, python, target, log):
+            pass
+
+    with pytest.raises(TypeError, match="install_command"):
+        Half()
+    with pytest.raises(TypeError):
+        Installer()
+    assert (UvInstaller().name, PipInstaller().name) == ("uv", "pip")

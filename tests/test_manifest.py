@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.envs import manifest as mf
+from envcheck.frameworks import detect
 from envcheck.paths import Home
 from envcheck.validation.reports import load_report
 from wheelhouse import offline
@@ -44,8 +45,9 @@ def test_migrations_chain_to_the_current_schema():
     assert sorted(mf._MIGRATIONS) == list(range(1, mf.VERSION))
     v1 = {"schema": "envcheck.manifest/1", "name": "a", "state": "ready",
           "packages": {"tensorflow-cpu": "2.21.0", "numpy": "2.0"}}
-    assert mf.migrate(dict(v1)) == {**v1, "schema": mf.SCHEMA, "frameworks": ["tensorflow"]}
-    assert mf.migrate({**v1, "packages": {"torch": "2.5.1"}})["frameworks"] == ["torch"]
+    assert mf.migrate(dict(v1), frameworks_of=detect) == {**v1, "schema": mf.SCHEMA, "frameworks": ["tensorflow"]}
+    assert mf.migrate({**v1, "packages": {"torch": "2.5.1"}}, frameworks_of=detect)["frameworks"] == ["torch"]
+    assert mf.migrate(dict(v1))["frameworks"] == []  # envs can't name frameworks alone: the caller says how
     with pytest.raises(mf.ManifestError) as newer:
         mf.migrate({**v1, "schema": "envcheck.manifest/3"})
     assert newer.value.fix == "made by a newer envcheck: upgrade envcheck"
@@ -112,3 +114,22 @@ def test_a_report_of_the_wrong_shape_is_absent(home, change):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({**REPORT, **change}))
     assert (load_report(Home(home), "dl") is not None) == (change == {})
+
+
+def test_envs_never_import_frameworks():
+    """Imports go one way: ``frameworks`` reads names from ``envs.metadata``; no envs module
+    imports ``frameworks`` (the use cases hand the store ``frameworks.detect``)."""
+    import ast
+
+    import envcheck.envs
+
+    for path in Path(envcheck.envs.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                named = [module] if module else [a.name for a in node.names]
+                absolute = "envcheck." * (node.level == 2) + module if node.level in (0, 2) else ""
+                assert not absolute.startswith("envcheck.frameworks"), path
+                assert not (node.level == 2 and "frameworks" in named), path
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("envcheck.frameworks") for a in node.names), path

@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import sys
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -281,14 +282,17 @@ def run_logged(cmd: list[str], log: Path, env: dict[str, str],
 
 
 @dataclass
-class Installer:
-    """Base interface: create a venv for an interpreter, install requirements into it."""
+class Installer(ABC):
+    """Base interface: create a venv for an interpreter, install requirements into it. A
+    backend must define ``create_venv`` and ``install_command``: one that lacks either can't
+    be constructed (``TypeError``), rather than failing halfway through an install."""
 
     name: str = field(init=False, default="")
     cache_dir: Path | None = None
 
+    @abstractmethod
     def create_venv(self, python: str, target: Path, log: Path) -> None:
-        raise OperationError(f"installer {self.name} can't create envs")
+        """Make a virtualenv at ``target`` for the interpreter ``python``, logging to ``log``."""
 
     def install(self, env_python: Path, requirements: list[str], index: IndexSettings, log: Path,
                 progress: Progress = SILENT) -> None:
@@ -300,8 +304,9 @@ class Installer:
         if code != 0:
             raise install_failure(self.name, requirements, index, tail, log)
 
+    @abstractmethod
     def install_command(self, env_python: Path, requirements: list[str], index: IndexSettings) -> list[str]:
-        raise OperationError(f"installer {self.name} can't install")
+        """The command line that installs ``requirements`` into the env of ``env_python``."""
 
     def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
         return clean_environ()

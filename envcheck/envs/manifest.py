@@ -10,7 +10,9 @@ write ``SCHEMA``. A newer schema, a document that isn't JSON, or a field of the 
 a ``ManifestError`` (with its fix), which makes that one env ``broken``, never a crash.
 
 Schema history: /1 the first; /2 adds ``frameworks``, the deep-learning frameworks
-installed (``envcheck.frameworks.detect`` of ``packages``).
+installed. Envs must not import ``envcheck.frameworks`` (a layer above them), so the
+field is computed by a ``FrameworksOf`` function its caller passes (the use cases pass
+``envcheck.frameworks.detect``); without one, a /1 document reads with ``frameworks`` empty.
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
+
+FrameworksOf = Callable[[Mapping[str, str]], list[str]]  # packages {name: version} -> framework names
 
 _PREFIX = "envcheck.manifest/"
 VERSION = 2
@@ -72,9 +76,10 @@ def write_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path, frameworks_of: FrameworksOf | None = None) -> dict[str, Any]:
     """Read a manifest, migrated to ``SCHEMA`` in memory; FileNotFoundError if absent,
-    ManifestError if it is not one of ours, is newer than this envcheck, or is malformed."""
+    ManifestError if it is not one of ours, is newer than this envcheck, or is malformed.
+    ``frameworks_of``: how an older document's ``frameworks`` field is filled in."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -84,15 +89,17 @@ def read(path: Path) -> dict[str, Any]:
         raise ManifestError(f"{path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"{path}: not an {SCHEMA} document")
-    data = migrate(data, path)
+    data = migrate(data, path, frameworks_of)
     problem = shape_problem(data)
     if problem:
         raise ManifestError(f"{path}: {problem}")
     return data
 
 
-def migrate(data: dict[str, Any], where: Path | str = "manifest") -> dict[str, Any]:
-    """``data`` brought forward to ``SCHEMA``, one migration per version."""
+def migrate(data: dict[str, Any], where: Path | str = "manifest",
+            frameworks_of: FrameworksOf | None = None) -> dict[str, Any]:
+    """``data`` brought forward to ``SCHEMA``, one migration per version (``frameworks_of``:
+    see ``read``)."""
     schema = data.get("schema")
     version = schema[len(_PREFIX):] if isinstance(schema, str) and schema.startswith(_PREFIX) else ""
     if not version.isdigit() or int(version) < 1:
@@ -101,24 +108,17 @@ def migrate(data: dict[str, Any], where: Path | str = "manifest") -> dict[str, A
         raise ManifestError(f"{where}: schema {schema} was made by a newer envcheck (this one reads up to {SCHEMA})",
                             "made by a newer envcheck: upgrade envcheck")
     for step in range(int(version), VERSION):
-        data = _MIGRATIONS[step](data)
+        data = _MIGRATIONS[step](data, frameworks_of)
     return data
 
 
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+def _v1_to_v2(data: dict[str, Any], frameworks_of: FrameworksOf | None) -> dict[str, Any]:
     packages = data.get("packages")
-    return {**data, "schema": f"{_PREFIX}2",
-            "frameworks": frameworks_of(packages) if isinstance(packages, dict) else []}
+    found = list(frameworks_of(packages)) if frameworks_of is not None and isinstance(packages, dict) else []
+    return {**data, "schema": f"{_PREFIX}2", "frameworks": found}
 
 
-_MIGRATIONS = {1: _v1_to_v2}  # from version N to N+1
-
-
-def frameworks_of(packages: dict[str, str]) -> list[str]:
-    """The ``frameworks`` field: which deep-learning frameworks ``packages`` holds."""
-    from ..frameworks import detect  # names only: no framework is imported
-
-    return detect(packages)
+_MIGRATIONS = {1: _v1_to_v2}  # from version N to N+1; each takes (data, frameworks_of)
 
 
 def shape_problem(data: dict[str, Any]) -> str | None:

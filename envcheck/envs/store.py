@@ -91,10 +91,19 @@ class EnvInfo:
 
 
 class EnvStore:
-    def __init__(self, home: Home, notice: Callable[[str], None] | None = None):
+    """``frameworks_of`` names the frameworks in a {name: version} map, for the manifest's
+    ``frameworks`` field: envs can't import ``envcheck.frameworks`` (a layer above them), so
+    the use cases, which may, pass it; a store without one records none."""
+
+    def __init__(self, home: Home, notice: Callable[[str], None] | None = None,
+                 frameworks_of: mf.FrameworksOf | None = None):
         self.home = home
+        self.frameworks_of = frameworks_of
         self.notice = notice or stderr_notice  # hears what recovery did, one line each
         self.scratch = Scratch(home.root / "tmp", self.notice, lambda name: bool(NAME_RE.fullmatch(name)))
+
+    def _frameworks(self, packages: dict[str, str]) -> list[str]:
+        return list(self.frameworks_of(packages)) if self.frameworks_of is not None else []
 
     # -- reading -------------------------------------------------------------------------
 
@@ -123,7 +132,7 @@ class EnvStore:
         if path.is_symlink():
             return None
         try:
-            data = mf.read(path / MANIFEST_NAME)
+            data = mf.read(path / MANIFEST_NAME, self.frameworks_of)
         except FileNotFoundError:
             if is_stub(path):  # an older envcheck's create killed mid-write
                 return EnvInfo(name, path, "incomplete", problem="its creation stopped before its manifest was written",
@@ -266,7 +275,7 @@ class EnvStore:
                     backend.install(env_python(target), requirements, settings, log, progress)
                     link_env(self.home, target)
                     packages = installed_packages(target)
-                    record.update(state=mf.READY, packages=packages, frameworks=mf.frameworks_of(packages),
+                    record.update(state=mf.READY, packages=packages, frameworks=self._frameworks(packages),
                                   updated=mf.now())
                     mf.write_atomic(target / MANIFEST_NAME, record)
             except BaseException as exc:
@@ -357,7 +366,7 @@ class EnvStore:
                 packages = installed_packages(info.path)
                 mf.write_atomic(manifest, {**info.manifest, "schema": mf.SCHEMA, "state": mf.READY,
                                            "requested": [*info.manifest.get("requested", []), *reqs],
-                                           "packages": packages, "frameworks": mf.frameworks_of(packages),
+                                           "packages": packages, "frameworks": self._frameworks(packages),
                                            "updated": mf.now(), "installer": backend.name})
         except BaseException as exc:
             aside = None

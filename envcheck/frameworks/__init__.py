@@ -5,8 +5,10 @@ installed metadata and its compat table, its smoke backend, multi-device strateg
 rule, the variables ``run`` sets, and the presets to suggest. Adding a framework is one new
 module here (listed in ``_MODULES``) plus its presets.
 
-May import: ``envcheck.errors``, ``envcheck.data``, ``envcheck.envs.metadata`` (names only),
-``packaging``. Must not know the store, the host or the CLI.
+May import: ``envcheck.errors``, ``envcheck.data``, ``envcheck.envs.metadata`` (names only:
+``canonical_name``), ``packaging``. Must not know the store, the host or the CLI. Envs never
+import this package: the manifest's ``frameworks`` field is ``detect`` handed to the store by
+the use cases, so imports between the two go one way, from here to ``envs``.
 """
 from __future__ import annotations
 

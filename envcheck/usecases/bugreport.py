@@ -10,10 +10,13 @@ from __future__ import annotations
 import platform
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..results import Result
 from .doctor import Diagnosis, doctor
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 @dataclass
@@ -64,7 +67,7 @@ def system_facts() -> dict[str, str]:
                       f"{64 if sys.maxsize > 2**32 else 32}-bit)"}
 
 
-def _env_verdicts(session) -> list[EnvVerdict]:
+def _env_verdicts(session: Session) -> list[EnvVerdict]:
     from .. import frameworks as registry
     from .report import evidence
 
@@ -81,7 +84,7 @@ def _env_verdicts(session) -> list[EnvVerdict]:
     return out
 
 
-def bug_report(session, *, smoke: bool = True, timeout: float | None = None,
+def bug_report(session: Session, *, smoke: bool = True, timeout: float | None = None,
                framework: str | None = None) -> BugReport:
     """Run the doctor with GPU health read in its one NVML session; then every env's verdict
     (the selected env's is the one the doctor has just stored)."""

@@ -5,9 +5,12 @@ The disk and lock work is ``envs.caches``; these are its results.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 DEFAULT_WAIT_S = 30.0  # how long `cache clean` waits for a running install
 
@@ -56,13 +59,13 @@ class CacheCleaned(Result):
                 "left": [cache_json(c) for c in self.left]}
 
 
-def cache_info(session) -> CacheInfo:
+def cache_info(session: Session) -> CacheInfo:
     from ..envs.caches import caches
 
     return CacheInfo(caches(session.home))
 
 
-def clean_cache(session, info: CacheInfo, *, wait: float = DEFAULT_WAIT_S) -> CacheCleaned:
+def clean_cache(session: Session, info: CacheInfo, *, wait: float = DEFAULT_WAIT_S) -> CacheCleaned:
     """Empty envcheck's uv cache while no install runs; ``info`` (just read) names the
     caches left alone."""
     from ..envs.caches import clean_uv

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..progress import SILENT, Progress
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 @dataclass
@@ -55,30 +58,30 @@ class EnvDetail(Result):
                 **({"warnings": self.warnings} if self.warnings else {})}
 
 
-def list_presets(session) -> PresetListing:
+def list_presets(session: Session) -> PresetListing:
     from ..envs.presets import available_presets
 
     return PresetListing(list(available_presets(session.home).values()), str(session.home.presets))
 
 
-def show_preset(session, name: str | None, file: str | None) -> PresetDetail:
+def show_preset(session: Session, name: str | None, file: str | None) -> PresetDetail:
     from ..envs.presets import resolve_preset
 
     return PresetDetail(resolve_preset(session.home, name=name, file=file))
 
 
-def list_envs(session) -> EnvListing:
+def list_envs(session: Session) -> EnvListing:
     from .hints import cpu_hint
 
     envs = session.store.list()
     return EnvListing(envs, "" if envs else f"create one: {cpu_hint(session.home)}")
 
 
-def show_env(session, name: str) -> EnvDetail:
+def show_env(session: Session, name: str) -> EnvDetail:
     return EnvDetail(session.store.get(name))
 
 
-def create_env(session, name: str, *, preset_name: str | None, preset_file: str | None,
+def create_env(session: Session, name: str, *, preset_name: str | None, preset_file: str | None,
                python: str | None = None, add: tuple[str, ...] = (), installer: str | None = None,
                index: Any = None, progress: Progress = SILENT, kernel: bool = False,
                for_another_host: bool = False) -> EnvDetail:
@@ -111,25 +114,25 @@ def create_env(session, name: str, *, preset_name: str | None, preset_file: str 
     return detail
 
 
-def add_packages(session, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
+def add_packages(session: Session, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
                  index: Any = None, progress: Progress = SILENT) -> EnvDetail:
     before = session.store.get(name).packages
     info = session.store.add(name, requirements, installer=installer, index=index, progress=progress)
     return EnvDetail(info, {n: v for n, v in info.packages.items() if before.get(n) != v})
 
 
-def export_env(session, name: str) -> tuple[str, list[str]]:
+def export_env(session: Session, name: str) -> tuple[str, list[str]]:
     """Exact ``name==version`` pins, usable as a requirements file (text by nature, no JSON),
     and why each package that can't be written as one was left out."""
     return session.store.export(name)
 
 
-def removal_target(session, name: str):
+def removal_target(session: Session, name: str):
     """The folder `env remove` would delete, after every safety check (for the confirmation)."""
     return session.store.removal_target(name)
 
 
-def remove_env(session, name: str):
+def remove_env(session: Session, name: str):
     """Delete env NAME (only an env envcheck created, inside its home) and the Jupyter kernels
     envcheck installed for it; (its folder, the kernels' folders)."""
     from .kernels import delete_kernels, kernels_of

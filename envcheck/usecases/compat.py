@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import frameworks
 from ..errors import UsageError
 from ..frameworks import Build
 from ..host.compat import OPERATING_SYSTEMS, HostProfile, Verdict, judge, min_driver, probed_driver
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 @dataclass
@@ -45,7 +48,7 @@ class CompatResult(Result):
         }
 
 
-def judge_compat(session, *, framework: str | None = None, env_name: str | None = None,
+def judge_compat(session: Session, *, framework: str | None = None, env_name: str | None = None,
                  driver: str | None = None, gpu_ccs: tuple[str, ...] = (), no_gpu: bool = False,
                  os_name: str | None = None, python: str | None = None,
                  require_gpu: bool = False) -> CompatResult:
@@ -76,7 +79,7 @@ def named_build(spec: str) -> Build:
     return build
 
 
-def _env_build(session, name: str) -> tuple[Build, str | None]:
+def _env_build(session: Session, name: str) -> tuple[Build, str | None]:
     info = session.store.get(name)
     build = frameworks.build_from_packages(info.packages)
     if build is None:
@@ -86,7 +89,7 @@ def _env_build(session, name: str) -> tuple[Build, str | None]:
     return build, (info.manifest.get("python") or {}).get("version")
 
 
-def _profile(session, driver: str | None, gpu_ccs: tuple[str, ...], no_gpu: bool,
+def _profile(session: Session, driver: str | None, gpu_ccs: tuple[str, ...], no_gpu: bool,
              os_name: str | None, python: str | None) -> tuple[HostProfile, dict[str, str]]:
     """The host profile: what was given, the rest from the live host; and where each came from."""
     os_name = os_name or ("windows" if sys.platform == "win32" else "linux")

@@ -3,10 +3,13 @@ and the next steps, as one result."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..progress import SILENT, Progress
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 @dataclass
@@ -31,7 +34,7 @@ class Diagnosis(Result):
                 "next_steps": self.next_steps}
 
 
-def _next_steps(session, selection, report, framework: str | None = None) -> list[str]:
+def _next_steps(session: Session, selection, report, framework: str | None = None) -> list[str]:
     from .hints import create_hint, gpu_hint
 
     host = session.host
@@ -50,7 +53,7 @@ def _next_steps(session, selection, report, framework: str | None = None) -> lis
     return steps
 
 
-def doctor(session, *, smoke: bool = True, timeout: float | None = None,
+def doctor(session: Session, *, smoke: bool = True, timeout: float | None = None,
            progress: Progress = SILENT, framework: str | None = None) -> Diagnosis:
     """``progress`` hears the host read and the envs ranked (of ``framework`` only, if given),
     then the chosen env's validation."""

@@ -16,6 +16,10 @@ from ..errors import UsageError
 from ..results import Result
 from ..validation import freshness
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
+if TYPE_CHECKING:
+    from .session import Session
+
 DEFAULT_MAX_AGE = "24h"  # a stored validation older than this is checked again
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -76,7 +80,7 @@ def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: in
     return GateResult(name, ready, cached, reason, fix, freshness.age_s(report), usable, report)
 
 
-def check(session, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
+def check(session: Session, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
           max_age: float | None = None, smoke: bool = False, framework: str | None = None) -> GateResult:
     """Gate env ``name`` (None or "auto": the env `select` picks, of ``framework`` if given) on
     this host, from the stored validation when it still holds."""
@@ -96,13 +100,14 @@ def _running_env() -> tuple:
     from pathlib import Path
 
     from ..envs.metadata import installed_packages
-    from ..envs.store import EnvInfo, EnvStore
+    from ..envs.store import EnvInfo
     from ..paths import MANIFEST_NAME, Home
+    from .session import env_store
 
     prefix = Path(sys.prefix)
     if (prefix / MANIFEST_NAME).is_file():
         home = Home(prefix.parent.parent)
-        return home, EnvStore(home).get(prefix.name)
+        return home, env_store(home).get(prefix.name)
     version = ".".join(map(str, sys.version_info[:3]))
     info = EnvInfo(name=prefix.name, path=prefix, state="ready",
                    manifest={"python": {"version": version}, "requested": []},

@@ -7,11 +7,14 @@ with the version it needs, never a create command that would fail.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from .. import frameworks
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 def create_command(preset: str) -> str:
@@ -71,7 +74,7 @@ def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
             f"{create_command(upgrades[0][1])}")
 
 
-def create_hint(session, framework: str | None = None) -> str:
+def create_hint(session: Session, framework: str | None = None) -> str:
     """What to create when there is nothing to use: a CPU env, and a GPU one where one fits."""
     return create_hint_for(session.home, session.host, framework)
 

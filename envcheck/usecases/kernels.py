@@ -22,12 +22,15 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 from ..envs import kernelspec as ks
 from ..errors import UsageError
 from ..progress import SILENT, Progress
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 IPYKERNEL = "ipykernel"
 
@@ -116,7 +119,7 @@ def lacks_ipykernel(requirements: Iterable[Any]) -> bool:
 
 # -- install ---------------------------------------------------------------------------------
 
-def check_target(session, name: str, prefix: str | None = None) -> list[str]:
+def check_target(session: Session, name: str, prefix: str | None = None) -> list[str]:
     """Check, before anything changes, that env NAME's kernelspec can go where asked: a folder
     that is free, or envcheck's for this env, or envcheck's for an env that is gone (replaced:
     the notes say so); and one this user can write. UsageError otherwise."""
@@ -152,7 +155,7 @@ def _check_writable(kernels: Path) -> None:
                          "install into your own Jupyter folder (no --prefix), or --prefix DIR you can write")
 
 
-def install_kernel(session, name: str, *, prefix: str | None = None, installer: str | None = None,
+def install_kernel(session: Session, name: str, *, prefix: str | None = None, installer: str | None = None,
                    index: Any = None, progress: Progress = SILENT) -> KernelInstalled:
     """Install env NAME's kernelspec in the user's Jupyter folder or under ``prefix``
     (``PREFIX/share/jupyter/kernels``), adding ipykernel to the env first when it lacks it."""
@@ -196,16 +199,16 @@ def _ipykernel_resources(env_dir: Path) -> Path | None:
     return None
 
 
-def _home(session) -> Path:
+def _home(session: Session) -> Path:
     return session.home.root.resolve()
 
 
 # -- list, judge, remove ---------------------------------------------------------------------
 
-def judge(session, spec) -> KernelStatus:
+def judge(session: Session, spec) -> KernelStatus:
     """Does kernelspec ``spec`` still start a working kernel of its env?"""
-    from ..envs.store import EnvStore
     from ..paths import Home
+    from .session import env_store
 
     ours = os.path.realpath(spec.home) == str(_home(session))
     option = "" if ours else f"--home {shlex.quote(spec.home)} "
@@ -214,7 +217,7 @@ def judge(session, spec) -> KernelStatus:
     gone_fix = f"envcheck {option}kernel remove {spec.env}{place}"
     if not Path(spec.home).is_dir():
         return KernelStatus(spec, "gone", f"its env home {spec.home} is gone", gone_fix)
-    store = session.store if ours else EnvStore(Home(spec.home))
+    store = session.store if ours else env_store(Home(spec.home))
     try:
         info = store.get(spec.env)
     except UsageError:
@@ -238,13 +241,13 @@ def _prefix_option(kernels: Path) -> str:
     return f" --prefix {shlex.quote(str(prefix))}" if prefix else ""
 
 
-def _dirs(session, names: Iterable[str], prefix: str | None) -> list[Path]:
+def _dirs(session: Session, names: Iterable[str], prefix: str | None) -> list[Path]:
     """Jupyter's KERNELS folders, then those the envs ``names`` recorded, then ``prefix``'s."""
     recorded = [d for name in names for d in ks.recorded(session.home.env_dir(name))]
     return ks.search_dirs([*recorded, *([ks.kernels_dir(prefix)] if prefix else [])])
 
 
-def list_kernels(session, name: str | None = None, *, prefix: str | None = None) -> KernelListing:
+def list_kernels(session: Session, name: str | None = None, *, prefix: str | None = None) -> KernelListing:
     """The kernelspecs envcheck wrote (of env NAME of this home only, when given), judged."""
     from ..envs.store import check_name
 
@@ -256,7 +259,7 @@ def list_kernels(session, name: str | None = None, *, prefix: str | None = None)
     return KernelListing([judge(session, s) for s in specs], dirs)
 
 
-def kernels_of(session, name: str, prefix: str | None = None) -> list[Any]:
+def kernels_of(session: Session, name: str, prefix: str | None = None) -> list[Any]:
     """The kernelspecs envcheck wrote for env NAME of this home, wherever Jupyter, the env's
     record and ``prefix`` say."""
     return [s for s in ks.find(_dirs(session, [name], prefix)) if s.belongs_to(name, _home(session))]
@@ -269,7 +272,7 @@ def delete_kernels(specs: list[Any]) -> list[Path]:
     return [spec.path for spec in specs]
 
 
-def remove_kernel(session, name: str, *, prefix: str | None = None) -> KernelsRemoved:
+def remove_kernel(session: Session, name: str, *, prefix: str | None = None) -> KernelsRemoved:
     """Remove every kernelspec envcheck wrote for env NAME of this home (the env may be gone)."""
     from ..envs.store import check_name
 

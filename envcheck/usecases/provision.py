@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import frameworks
 from ..errors import BusyError, EnvcheckError, UsageError
 from ..progress import SILENT, Progress
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
 DEFAULT_WAIT = 3600.0  # installing a GPU framework can take many minutes on a slow mirror
@@ -178,7 +181,7 @@ def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None
     return None
 
 
-def refuse_misfit(session, preset, python: str | None = None) -> None:
+def refuse_misfit(session: Session, preset, python: str | None = None) -> None:
     """`env create` of a GPU preset this host can't train with: a UsageError before anything is
     downloaded, its fix one alternative per sentence (this host's fix, a CPU env, and
     ``--for-another-host`` for an env meant for another machine)."""
@@ -267,7 +270,7 @@ def _wait_unlocked(store, name: str, deadline: float) -> bool:
 
 # -- 3. check ---------------------------------------------------------------------------------
 
-def check(session, outcome: Outcome, *, smoke: bool, timeout: float | None,
+def check(session: Session, outcome: Outcome, *, smoke: bool, timeout: float | None,
           progress: Progress = SILENT) -> None:
     """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
     report = session.validate_and_store(session.store.get(outcome.name), smoke=smoke, timeout=timeout,
@@ -279,7 +282,7 @@ def check(session, outcome: Outcome, *, smoke: bool, timeout: float | None,
         outcome.fix = outcome.fix or failed.fix
 
 
-def provision(session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
+def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
               smoke: bool = True, installer: str | None = None, index: Any = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
               progress: Progress = SILENT, framework: str | None = None) -> ProvisionResult:

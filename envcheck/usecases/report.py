@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UsageError
 from ..results import Result
+
+if TYPE_CHECKING:
+    from .session import Session
 
 NEVER = "never validated"
 UNREADABLE = "its stored report is unreadable or of an older shape"
@@ -67,7 +70,7 @@ class StoredReports(Result):
                 "next_steps": self.next_steps}
 
 
-def stored_reports(session, names: tuple[str, ...] = (), *, all_envs: bool = False) -> StoredReports:
+def stored_reports(session: Session, names: tuple[str, ...] = (), *, all_envs: bool = False) -> StoredReports:
     """The stored reports of envs ``names``, or of all envs, or (neither) of the one `select`
     picks, as `validate` chooses them."""
     if names and all_envs:
@@ -83,7 +86,7 @@ def stored_reports(session, names: tuple[str, ...] = (), *, all_envs: bool = Fal
     return StoredReports(session.host, [evidence(session, info) for info in targets], _now())
 
 
-def doctor_reports(session, diagnosis) -> StoredReports:
+def doctor_reports(session: Session, diagnosis) -> StoredReports:
     """Every env's evidence after a doctor run, the env it validated with that fresh report
     (stored or not), and doctor's next steps."""
     fresh = diagnosis.report
@@ -92,7 +95,7 @@ def doctor_reports(session, diagnosis) -> StoredReports:
     return StoredReports(diagnosis.host, envs, _now(), list(diagnosis.next_steps))
 
 
-def evidence(session, info) -> EnvEvidence:
+def evidence(session: Session, info) -> EnvEvidence:
     """Env ``info``'s stored report, rebuilt, and what changed since it was made."""
     from ..validation.reports import StoredReport, fingerprint
 

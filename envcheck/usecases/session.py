@@ -8,32 +8,53 @@ validate-then-store (:meth:`validate_and_store`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..errors import OperationError, UsageError
 from ..paths import Home
 from ..progress import SILENT, Progress
 
+if TYPE_CHECKING:  # types only: the modules load where they are used
+    from ..envs.store import EnvInfo, EnvStore
+    from ..host.probe import HostState
+    from ..validation.devices import DeviceSpec
+    from ..validation.reports import Report
+    from .selection import Selection
+
 AUTO = "auto"
+
+
+def frameworks_of(packages: Mapping[str, str]) -> list[str]:
+    """The frameworks a {name: version} map holds, for the store's manifests (``envs`` may not
+    import ``frameworks``, so the use cases hand it this). The registry loads on first use."""
+    from ..frameworks import detect
+
+    return detect(packages)
+
+
+def env_store(home: Home) -> EnvStore:
+    """The store of ``home``, naming frameworks in its manifests."""
+    from ..envs.store import EnvStore
+
+    return EnvStore(home, frameworks_of=frameworks_of)
 
 
 @dataclass
 class Resolved:
     """The env a command works on, and how it was chosen."""
 
-    info: Any  # envs.store.EnvInfo
-    selection: Any = None  # usecases.selection.Selection when chosen by `auto`
+    info: EnvInfo
+    selection: Selection | None = None  # when chosen by `auto`
     notes: list[str] = field(default_factory=list)
 
 
 class Session:
-    def __init__(self, home: Home | None = None, host: Any = None):
+    def __init__(self, home: Home | None = None, host: HostState | None = None):
         from ..envs.gate_link import repair
-        from ..envs.store import EnvStore
 
         self.home = home if home is not None else Home()
         repair(self.home.root)  # every command keeps the envs' `envcheck.ensure_ready` pointed at this envcheck
-        self.store = EnvStore(self.home)
+        self.store: EnvStore = env_store(self.home)
         self._host = host
         self._health = False
 
@@ -43,7 +64,7 @@ class Session:
         self._health = True
 
     @property
-    def host(self) -> Any:
+    def host(self) -> HostState:
         """This host's NVML facts (``host.probe.HostState``), read on first use only."""
         if self._host is None:
             from ..host.probe import probe
@@ -52,7 +73,7 @@ class Session:
         return self._host
 
     def select(self, *, framework: str | None = None, requires: Sequence[str] = (),
-               require_gpu: bool = False):
+               require_gpu: bool = False) -> Selection:
         from .selection import select
 
         return select(self.store.list(), self.host, framework=framework, requires=requires,
@@ -86,9 +107,9 @@ class Session:
                                  f"envcheck env remove {info.name} --yes, then create it again")
         return resolved
 
-    def validate_and_store(self, info: Any, *, devices: Any = "all", smoke: bool = True,
+    def validate_and_store(self, info: EnvInfo, *, devices: DeviceSpec = "all", smoke: bool = True,
                            timeout: float | None = None, store: bool = True,
-                           progress: Progress = SILENT):
+                           progress: Progress = SILENT) -> Report:
         """Validate ``info`` on this host; keep the report for the gate when the env is one of
         envcheck's and still there (a broken env's report would describe nothing).
         ``progress`` hears the checks and each device's smoke fit."""
@@ -118,7 +139,7 @@ class Session:
             raise gone from None
         return report
 
-    def _to_store(self, info: Any, report: Any) -> Any:
+    def _to_store(self, info: EnvInfo, report: Report) -> Report | None:
         """The report to store after validating ``info`` (``StoredReport.to_store``: a
         shallower validation never erases a deeper one's evidence of the same fingerprint), or
         None: nothing is stored for an env that is broken or gone."""
@@ -129,7 +150,7 @@ class Session:
         return to_store(StoredReport.load(self.home, info.name), report)
 
 
-def require_envs(session: Session) -> list:
+def require_envs(session: Session) -> list[EnvInfo]:
     """Every env, or, like ``resolve_env`` finding none, an OperationError saying what to make."""
     envs = session.store.list()
     if not envs:
