@@ -79,7 +79,8 @@ def test_command_runs_in_the_env_on_all_gpus_with_growth_and_pci_order(run, home
     assert "ENVCHECK_GLOBAL_BATCH" not in environ
 
 
-@pytest.mark.parametrize(("gpus", "visible"), [("1", "1"), ("1,0", "1,0"), ("none", ""), ("all", "0,1")])
+@pytest.mark.parametrize(("gpus", "visible"), [("1", "1"), ("1,0", "1,0"), ("none", ""), ("all", "0,1"),
+                                              ("gpu:1", "1"), ("GPU-fa4e0000-0000-0000-0000-000000000001,0", "1,0")])
 def test_gpu_selection_sets_cuda_visible_devices(run, gpus, visible):
     environ = seen(run("run", "--env", "dl", "--gpus", gpus, "--", "python", "-c", REPORT))["env"]
     assert environ["CUDA_VISIBLE_DEVICES"] == visible
@@ -105,6 +106,19 @@ def test_gpu_indexes_are_ascii_digits_only(run, gpus):
     r = run("run", "--env", "dl", "--gpus", gpus, "--", "python", "-c", "print('ran')")
     assert r.code == 2 and "ran" not in r.out
     assert r.err.startswith("envcheck: error: bad GPU list") and r.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("gpus", "why"), [("cpu:0", "cpu:0 is not allowed in a GPU list"),
+                                          ("cpu", "cpu is not allowed in a GPU list"), ("GPU-1", "")])
+def test_gpus_takes_the_device_grammar_s_gpus_only(run, gpus, why):
+    r = run("run", "--env", "dl", "--gpus", gpus, "--", "python", "-c", "print('ran')")
+    assert r.code == 2 and "ran" not in r.out
+    assert r.err.startswith(f"envcheck: error: bad GPU list {gpus!r}") and why in r.err and r.err.count("\n") == 1
+
+
+def test_unknown_gpu_uuid_exits_2_naming_it(run):
+    r = run("run", "--env", "dl", "--gpus", "GPU-fa4e0000-0000-0000-0000-000000000007", "--", "true")
+    assert r.code == 2 and "unknown GPU GPU-fa4e0000-0000-0000-0000-000000000007" in r.err and "0, 1" in r.err
 
 
 def test_gpu_index_on_a_host_without_nvml_exits_2(run):

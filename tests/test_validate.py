@@ -124,6 +124,22 @@ def test_bad_device_list_is_usage_error(home, tmp_path):
     assert r.code == 2 and "gpu:3" in r.err
 
 
+def test_a_gpu_by_uuid_is_the_gpu_of_that_nvml_index(home, tmp_path, fake_nvml):
+    """`--devices` takes a GPU's UUID as `run --gpus` does; reports name it by NVML index."""
+    from fake_nvml import A100
+
+    standin_env(home, tmp_path, "x", "importerror")
+    env = fake_nvml.env([A100, A100], ENVCHECK_HOME=str(home))
+    r = envcheck(home, "validate", "x", "--devices", "cpu:0,GPU-fa4e0000-0000-0000-0000-000000000001",
+                 "--json", env=env)
+    (report,) = r.json()["reports"]
+    gpu = next(d for d in report["devices"] if d["device"] == "gpu:1")
+    assert gpu["status"] == "skip" and "CPU-only build" in gpu["error"]
+    unknown = envcheck(home, "validate", "x", "--devices", "GPU-fa4e0000-0000-0000-0000-000000000009", env=env)
+    assert unknown.code == 2 and "unknown GPU GPU-fa4e0000-0000-0000-0000-000000000009" in unknown.err
+    assert "gpu:0, gpu:1" in unknown.err and unknown.err.count("\n") == 1
+
+
 def test_no_smoke_is_quick_checks_only(home, tmp_path):
     standin_env(home, tmp_path, "x", "importerror")
     r = envcheck(home, "validate", "x", "--no-smoke", "--json")

@@ -15,7 +15,8 @@ from .render import safe
 @click.option("--env", "env_name", default="auto", show_default=True, metavar="NAME|auto",
               help="the env to run in; auto = the one `envcheck select` picks")
 @click.option("--gpus", default="all", show_default=True, metavar="all|none|0,2",
-              help="GPUs the command sees, by NVML index (as `envcheck gpu` shows them); none hides all")
+              help="GPUs the command sees, by NVML index (as `envcheck gpu` shows them) or UUID "
+                   "(GPU-...); none hides all")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="the batch, by the env's framework's rule: TensorFlow's global batch (a multiple "
                    "of the GPU count), PyTorch's per-GPU batch (DDP); exported as "
@@ -39,8 +40,10 @@ def run(ctx, env_name, gpus, batch_size, nproc, command):
     when CMD is not found, 126 when it is not executable.
     """
     from ..usecases.launch import CommandNotExecutable, prepare
+    from ..validation.devices import GPUS, parse
 
-    launch = prepare(ctx.session, env_name, list(command), gpus=gpus, batch_size=batch_size, nproc=nproc)
+    selection = parse(gpus, GPUS)  # bad input fails before any work
+    launch = prepare(ctx.session, env_name, list(command), gpus=selection, batch_size=batch_size, nproc=nproc)
     for note in launch.notes:
         click.echo(safe(f"envcheck: {note}"), err=True)
     sys.stdout.flush()

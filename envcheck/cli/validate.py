@@ -12,7 +12,7 @@ from .options import JSON, NO_SMOKE, TIMEOUT
 @click.option("--all", "all_", is_flag=True, help="validate every env")
 @click.option("--devices", default="all", show_default=True, metavar="all|cpu|gpu|LIST",
               help="devices to smoke-test, e.g. cpu:0,cpu:1 or gpu:0,gpu:2 (GPUs by NVML index, "
-                   "as `envcheck gpu` and nvidia-smi number them)")
+                   "as `envcheck gpu` and nvidia-smi number them, or by UUID GPU-...)")
 @declare(NO_SMOKE, TIMEOUT)
 @click.option("--strict", is_flag=True, help="exit 1 on warnings too")
 @declare(JSON)
@@ -25,10 +25,10 @@ def validate(ctx, names, all_, devices, no_smoke, timeout, strict, as_json):
     envcheck.validation/1 document: the reports, and a summary.
     """
     from ..usecases.validate_envs import validate_envs
-    from ..validation.devices import parse_devices
+    from ..validation.devices import DEVICES, parse
 
-    spec = parse_devices(devices)  # bad input fails before any work
+    selection = parse(devices, DEVICES)  # bad input fails before any work
     with ctx.progress(as_json) as progress:
-        result = validate_envs(ctx.session, names, all_envs=all_, devices=spec, smoke=not no_smoke,
+        result = validate_envs(ctx.session, names, all_envs=all_, devices=selection, smoke=not no_smoke,
                                timeout=timeout, strict=strict, progress=progress)
     ctx.finish(result, as_json)

@@ -31,8 +31,12 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EnvcheckError, UsageError
+
+if TYPE_CHECKING:
+    from ..validation.devices import Selection
 
 
 class CommandNotFound(EnvcheckError):
@@ -61,44 +65,20 @@ class Launch:
     nproc: int | None = None  # ranks to start (``usecases.ranks``); None: the command alone, exec'd
 
 
-def parse_gpus(spec: str) -> list[int] | str:
-    """``all`` | ``none`` | a list of NVML indices like ``0,2``."""
-    text = spec.strip().lower()
-    if text in ("all", "none"):
-        return text
-    from ..validation.devices import parse_index
+def choose_gpus(selection: Selection, host) -> tuple[list[int] | None, list[str]]:
+    """The NVML indices to expose for ``selection`` (``validation.devices.parse`` of ``--gpus``;
+    None: leave CUDA_VISIBLE_DEVICES alone) and notes."""
+    from ..validation.devices import resolve, usable_gpus
 
-    indices = [parse_index(p) for p in text.split(",")]
-    if None in indices:
-        raise UsageError(f"bad GPU list {spec!r}", "use all, none, or NVML indices like 0,2 (see `envcheck gpu`)")
-    return list(dict.fromkeys(indices))
-
-
-def choose_gpus(spec: list[int] | str, host) -> tuple[list[int] | None, list[str]]:
-    """The NVML indices to expose (None: leave CUDA_VISIBLE_DEVICES alone) and notes."""
-    if spec == "none":
+    if selection.word == "none":
         return [], []
-    usable = [g.index for g in host.usable_gpus]
-    if spec == "all":
+    if selection.word == "all":
+        usable = [d.nvml_index for d in usable_gpus(host)]
         if usable:
             return usable, []
         message, _ = host.no_gpu_reason()
         return None, [f"no usable GPU ({message}); the command runs on the CPU"]
-    by_index = {g.index: g for g in host.gpus}
-    for index in spec:
-        gpu = by_index.get(index)
-        if gpu is None:
-            have = ", ".join(map(str, sorted(by_index))) or "none"
-            where = "" if host.ok else f" ({host.message})"
-            raise UsageError(f"unknown GPU {index}: this host's GPUs (NVML indices) are: {have}{where}",
-                             "see `envcheck gpu`")
-        if not gpu.visible:
-            raise UsageError(f"GPU {index} is hidden by CUDA_VISIBLE_DEVICES={host.cuda_visible_devices!r} "
-                             "(set by your shell or job scheduler)",
-                             f"use one of {', '.join(map(str, usable)) or 'no GPU'}, or unset CUDA_VISIBLE_DEVICES")
-        if not gpu.usable:
-            raise UsageError(f"GPU {index} is not usable: {gpu.problem}", gpu.fix or "run `nvidia-smi`")
-    return list(spec), []
+    return [d.nvml_index for d in resolve(selection, host).devices], []
 
 
 def per_gpu_batch(global_batch: int, gpus: int) -> int:
@@ -189,23 +169,27 @@ def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
     return None, None
 
 
-def prepare(session, env_name: str, command: list[str], *, gpus: str = "all",
+def prepare(session, env_name: str, command: list[str], *, gpus: Selection | str = "all",
             batch_size: int | None = None, base_environ: dict[str, str] | None = None,
             nproc: int | None = None) -> Launch:
     """Check everything `envcheck run` needs and return what to execute, or raise.
 
-    ``base_environ`` defaults to os.environ. ``nproc``: ranks to start (see ``processes_to_start``).
+    ``gpus``: ``validation.devices.parse`` of ``--gpus`` (its Selection, or its text; default
+    all). ``base_environ`` defaults to os.environ. ``nproc``: ranks to start (see
+    ``processes_to_start``).
     """
+    from ..validation.devices import GPUS, Selection, parse
+
     if not command:
         raise UsageError("no command given", "envcheck run [OPTIONS] -- CMD [ARGS]...")
-    spec = parse_gpus(gpus)
-    host = session.host if (spec != "none" or env_name == "auto") else None
-    chosen, notes = choose_gpus(spec, host)
-    asked_gpus = isinstance(spec, list) and bool(spec)
+    selection = gpus if isinstance(gpus, Selection) else parse(gpus, GPUS)
+    host = session.host if (selection.word != "none" or env_name == "auto") else None
+    chosen, notes = choose_gpus(selection, host)
+    asked_gpus = bool(selection.devices)
     resolved = session.resolve_env(env_name, ready=True, require_gpu=asked_gpus)
     info = resolved.info
     if asked_gpus:
-        _check_gpu_env(info, host, gpus)
+        _check_gpu_env(info, host, selection.text)
     framework = _framework(info)
     gpu_build = True  # only read where it decides the default: a per-device framework, no --nproc
     if nproc is None and framework is not None and framework.batch_rule == "per-device":

@@ -37,14 +37,15 @@ class ValidationRun(Result):
 def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = False,
                   devices: Any = "all", smoke: bool = True, timeout: float | None = None,
                   strict: bool = False, progress: Progress = SILENT) -> ValidationRun:
-    """Validate envs ``names``, or all of them, or (neither) the one `select` picks;
-    ``progress`` hears each env's checks and devices as they run."""
-    from ..validation.devices import check_known, parse_devices
+    """Validate envs ``names``, or all of them, or (neither) the one `select` picks, on
+    ``devices`` (``validation.devices.parse``'s Selection, or its text); ``progress`` hears
+    each env's checks and devices as they run."""
+    from ..validation.devices import Selection, parse, resolve
 
     if names and all_envs:
         raise UsageError("give env names or --all, not both",
                          "envcheck validate NAME or envcheck validate --all")
-    spec = parse_devices(devices)
+    selection = devices if isinstance(devices, Selection) else parse(devices)
     if names:
         targets = [session.store.get(n) for n in names]
     elif all_envs:
@@ -53,9 +54,9 @@ def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = Fals
         targets = require_envs(session)
     else:
         targets = [session.resolve_env(None).info]
-    check_known(spec, session.host)
+    selection = resolve(selection, session.host)  # an unknown GPU fails before any env is validated
     run = ValidationRun(strict=strict)
     for info in targets:
-        run.reports.append(session.validate_and_store(info, devices=spec, smoke=smoke, timeout=timeout,
+        run.reports.append(session.validate_and_store(info, devices=selection, smoke=smoke, timeout=timeout,
                                                       progress=progress))
     return run

@@ -16,14 +16,14 @@ from .. import frameworks
 from ..envs import manifest as mf
 from ..progress import SILENT, Progress
 from . import DEFAULT_TIMEOUT
-from .devices import Device, DeviceSpec, check_known, parse_devices, runner_name
+from .devices import Device, DeviceSpec, Selection, parse, resolve, usable_gpus
 from .reports import Check, Report, fingerprint, verdict_of
 
 @dataclass
 class _Ctx:
     info: Any
     host: Any
-    spec: DeviceSpec
+    selection: Selection  # resolved against ``host``
     smoke: bool
     timeout: float
     build: Any = None
@@ -138,15 +138,17 @@ def libraries_fix(cuda: str | None, cudnn: str | None, framework: str | None, ow
 
 def _plan_devices(ctx: _Ctx) -> None:
     """The devices to smoke-test; GPUs are left out (with the reason) when compat failed."""
-    gpus = [Device("gpu", g.index) for g in ctx.host.usable_gpus if g.cuda_index is not None]
-    if isinstance(ctx.spec, tuple):
-        asked = list(ctx.spec)
-    elif ctx.spec == "cpu":
-        asked = [Device("cpu", 0)]
-    elif ctx.spec == "gpu":
+    cpu = Device("cpu", 0, 0)
+    gpus = usable_gpus(ctx.host)
+    word = ctx.selection.word
+    if word is None:
+        asked = list(ctx.selection.devices)
+    elif word == "cpu":
+        asked = [cpu]
+    elif word == "gpu":
         asked = gpus
     else:
-        asked = [Device("cpu", 0), *gpus] if ctx.gpu_env else [Device("cpu", 0)]
+        asked = [cpu, *gpus] if ctx.gpu_env else [cpu]
     for device in asked:
         if device.kind == "gpu" and ctx.verdict is not None and ctx.verdict.verdict == "fail":
             ctx.skipped[str(device)] = "not attempted: the compat check failed"
@@ -157,15 +159,16 @@ def _plan_devices(ctx: _Ctx) -> None:
 
 
 def _run_smoke(ctx: _Ctx) -> None:
-    """The runner knows GPUs by CUDA's numbering: translate there and back."""
+    """The runner knows devices by the framework's numbering (``Device.runner_name``); its
+    results are named back as the user names them."""
     from dataclasses import replace
 
     from .. import processes
     from .smoke import run_smoke
 
-    names = {runner_name(d, ctx.host): str(d) for d in ctx.devices}
-    cpus = [n for n, d in names.items() if d.startswith("cpu:")]
-    gpus = [n for n, d in names.items() if d.startswith("gpu:")]
+    names = {d.runner_name: str(d) for d in ctx.devices}
+    cpus = [d.runner_name for d in ctx.devices if d.kind == "cpu"]
+    gpus = [d.runner_name for d in ctx.devices if d.kind == "gpu"]
     replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
     backend = frameworks.get(ctx.build.framework).smoke_backend if ctx.build else "auto"
     # Keras writes keras.json into $KERAS_HOME (default ~/.keras): keep the user's home untouched.
@@ -371,12 +374,12 @@ def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
              timeout: float = DEFAULT_TIMEOUT, log_dir: Path | None = None,
              progress: Progress = SILENT) -> Report:
     """Run every check for one env (``info`` from the store) against ``host`` (a probe).
-    A GPU in ``devices`` that this host can't use is a UsageError before any work.
+    ``devices``: a Selection (``devices.parse``; resolved here unless it is already) or its
+    text. A GPU in it that this host can't use is a UsageError before any work.
     ``progress`` hears the checks, then each device's smoke fit as it starts and ends."""
     started = time.perf_counter()
-    spec = parse_devices(devices)
-    check_known(spec, host)
-    ctx = _Ctx(info, host, spec, smoke, timeout, log_dir=log_dir, progress=progress)
+    selection = resolve(devices if isinstance(devices, Selection) else parse(devices), host)
+    ctx = _Ctx(info, host, selection, smoke, timeout, log_dir=log_dir, progress=progress)
     progress.start(f"env {info.name}", f"validating env {info.name}")
     progress.phase("checking host, compat, integrity, libraries")
     compat = _compat(ctx)
