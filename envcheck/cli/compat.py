@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from .. import frameworks
 from ..host.compat import OPERATING_SYSTEMS
 from ._common import declare, pass_ctx
 from .options import JSON
@@ -13,7 +14,7 @@ from .options import JSON
 
 @click.command()
 @click.option("--framework", metavar="DIST==VERSION",
-              help="a framework release, e.g. tensorflow==2.11.1 or torch==2.5.1+cu118")
+              help=f"a framework release, e.g. {' or '.join(frameworks.examples())}")
 @click.option("--env", "env_name", metavar="NAME", help="judge the framework installed in env NAME")
 @click.option("--driver", metavar="VERSION", help="what-if NVIDIA driver version (default: this host's)")
 @click.option("--gpu-cc", "gpu_ccs", multiple=True, metavar="X.Y",

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .. import frameworks
 from ..usecases.ranks import RANKS_PER_DEVICE
 from ._common import pass_ctx
 from .render import safe
@@ -18,23 +19,25 @@ from .render import safe
               help="GPUs the command sees, by NVML index (as `envcheck gpu` shows them) or UUID "
                    "(GPU-...); none hides all")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, metavar="N",
-              help="the batch, by the env's framework's rule: TensorFlow's global batch (a multiple "
-                   "of the GPU count), PyTorch's per-GPU batch (DDP); exported as "
-                   "ENVCHECK_GLOBAL_BATCH and ENVCHECK_PER_GPU_BATCH")
+              help="the batch, by the env's framework's rule: "
+                   + ", ".join(f"{f.title}'s {f.batch_rule.words}" for f in frameworks.registry().values())
+                   + "; exported as ENVCHECK_GLOBAL_BATCH and ENVCHECK_PER_GPU_BATCH")
 @click.option("--nproc", type=int, default=None, metavar="N",
-              help="start N processes the way torchrun does (RANK, LOCAL_RANK, WORLD_SIZE, "
-                   f"MASTER_ADDR, MASTER_PORT), at most {RANKS_PER_DEVICE} per CPU core or selected "
-                   "GPU; default: one per selected GPU for PyTorch, else 1")
+              help="start N processes the way a distributed launcher does (RANK, LOCAL_RANK, "
+                   f"WORLD_SIZE, MASTER_ADDR, MASTER_PORT), at most {RANKS_PER_DEVICE} per CPU core or "
+                   "selected GPU; default: one per selected GPU for "
+                   + " and ".join(f.title for f in frameworks.registry().values()
+                                  if f.batch_rule.process_per_device) + ", else 1")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @pass_ctx
 def run(ctx, env_name, gpus, batch_size, nproc, command):
     """Run CMD in the env, on the chosen GPUs, with the framework's variables.
 
     CMD sees VIRTUAL_ENV, CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES from --gpus and
-    the env framework's settings (TensorFlow: TF_FORCE_GPU_ALLOW_GROWTH=true; PyTorch:
-    expandable allocator segments). One process: envcheck becomes CMD, so CMD's exit status is
-    envcheck's (killed by a signal: 128+signal in a shell). Several (--nproc, or a PyTorch env
-    on several GPUs): envcheck supervises them as torchrun does, stops the rest when one
+    the env framework's settings (its GPU memory growth or allocator settings). One process:
+    envcheck becomes CMD, so CMD's exit status is envcheck's (killed by a signal: 128+signal in
+    a shell). Several (--nproc, or an env whose framework runs one process per GPU, on several
+    GPUs): envcheck supervises them as a distributed launcher does, stops the rest when one
     fails, and exits with the first failure's status. Exit 2 on bad usage (unknown GPU, a
     batch that does not split over the GPUs), 1 when the env is not ready or none fits, 127
     when CMD is not found, 126 when it is not executable.

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from .. import frameworks
 from ..errors import UsageError
 from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
 from ..validation import DEFAULT_TIMEOUT
@@ -57,8 +58,6 @@ def count(text: str | int) -> int:
 
 
 def framework_name(text: str) -> str:
-    from .. import frameworks
-
     return frameworks.get(text.strip().lower()).name  # an unknown one: UsageError listing the known
 
 
@@ -66,7 +65,7 @@ JSON = Option("--json", "as_json", "print the result as a versioned JSON documen
 ENV = Option("--env", "env_name", "the env; auto = the one `envcheck select` picks", "auto", str,
              "NAME|auto", show_default=True)
 FRAMEWORK = Option("--framework", "framework", "choose among envs of this framework only "
-                   "(tensorflow, torch, jax)", None, framework_name, "NAME")
+                   f"({', '.join(frameworks.names())})", None, framework_name, "NAME")
 AUTO_FRAMEWORK = replace(FRAMEWORK, help="with --auto: the presets of this framework only "
                          "(default: every framework's)")
 REQUIRE_GPU = Option("--require-gpu", "require_gpu",

@@ -1,5 +1,7 @@
 """The data envcheck ships: compatibility tables, the failure catalogue, and the standalone
-smoke runner (``smoke_runner.py``, run by path inside an env's interpreter, never imported),
+smoke runner (``smoke_runner.py``, run by path inside an env's interpreter, never imported;
+with ``smoke_ranks.py``, which it loads by path; the frameworks' backends it loads from
+``envcheck/frameworks/<name>/smoke.py``),
 and the gate client an env imports as ``envcheck`` (``gate_client.py``, copied by ``envs.gate_link``).
 
 May import: the standard library only.

@@ -58,7 +58,7 @@ class Preset:
     origin: str  # "builtin" | "user" | "file"
     content_hash: str = field(default="", compare=False)
     requirements: tuple[Requirement, ...] = field(default=(), compare=False)  # ``packages``, parsed
-    # Extra package indexes the packages come from upstream (PyTorch's CPU index): used when
+    # Extra package indexes the packages come from upstream (a framework's CPU-only index): used when
     # reachable, a warning when not (the configured indexes and find-links may hold the wheels).
     indexes: tuple[str, ...] = ()
 
@@ -237,7 +237,7 @@ def _indexes(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
 
             raise UsageError(f"{path}: key 'indexes[{index}]': {redact(url.split('?')[0])!r} is not an "
                              "http(s) URL without credentials or a query",
-                             'write it like indexes = ["https://download.pytorch.org/whl/cpu"]; '
+                             'write it like indexes = ["https://host/simple"]; '
                              "credentials belong in pip's configuration, not in a preset")
     return tuple(urls)
 

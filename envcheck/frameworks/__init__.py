@@ -1,9 +1,12 @@
-"""The framework registry: one module per framework, each declaring a :class:`Framework`.
+"""The framework registry: one folder per framework, ``<name>/``, found by the registry.
 
+A framework's folder holds its declaration (``__init__.py``: a :class:`Framework` named
+``FRAMEWORK``) and its smoke backend (``smoke.py``, which the standalone smoke runner loads by
+path inside the env's interpreter: standard library and the framework only, Python 3.7).
 Owns: each framework's distribution names, reading its build (CUDA, cuDNN, archs) from
 installed metadata and its compat table, its smoke backend, multi-device strategy and batch
-rule, the variables ``run`` sets, and the presets to suggest. Adding a framework is one new
-module here (listed in ``_MODULES``) plus its presets.
+rule, the variables ``run`` and the smoke set, and the presets to suggest. Adding a framework
+is one new folder here plus its presets.
 
 May import: ``envcheck.errors``, ``envcheck.data``, ``envcheck.envs.metadata`` (names only:
 ``canonical_name``), ``packaging``. Must not know the store, the host or the CLI. Envs never
@@ -13,7 +16,9 @@ the use cases, so imports between the two go one way, from here to ``envs``.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from packaging.version import Version
@@ -27,15 +32,17 @@ if TYPE_CHECKING:
 
 __all__ = ["Build", "Framework", "GpuBlock", "registry", "get", "names", "of_distribution",
            "detect", "distributions", "framework_build", "build_from_packages",
-           "build_for_requirement", "build_for_requirements"]
+           "build_for_requirement", "build_for_requirements", "FOLDER", "smoke_scratch", "examples"]
 
-_MODULES = ("tensorflow", "torch", "jax")  # the order breaks ties: first wins
+FOLDER = Path(__file__).parent  # the smoke runner finds each <name>/smoke.py here too
 
 
 @lru_cache(maxsize=1)
 def registry() -> dict[str, Framework]:
-    frameworks = (importlib.import_module(f"{__name__}.{m}").FRAMEWORK for m in _MODULES)
-    return {f.name: f for f in frameworks}
+    """Every framework folder's declaration, by name, in their ``order`` (first wins ties)."""
+    found = (importlib.import_module(f"{__name__}.{module.name}").FRAMEWORK
+             for module in pkgutil.iter_modules(__path__) if module.ispkg)
+    return {f.name: f for f in sorted(found, key=lambda f: (f.order, f.name))}
 
 
 def names() -> tuple[str, ...]:
@@ -48,6 +55,17 @@ def get(name: str) -> Framework:
     if found is None:
         raise UsageError(f"unknown framework {name!r}", f"use one of: {', '.join(names())}")
     return found
+
+
+def smoke_scratch() -> tuple[str, ...]:
+    """Every framework's scratch variables for the smoke runner (``Framework.smoke_scratch``):
+    its backend may import any of them (Keras on TensorFlow in an env of another framework)."""
+    return tuple(dict.fromkeys(v for f in registry().values() for v in f.smoke_scratch))
+
+
+def examples() -> tuple[str, ...]:
+    """A release of each framework with build tables, as ``compat --framework`` takes it."""
+    return tuple(f.example for f in registry().values() if f.example)
 
 
 def of_distribution(dist: str) -> Framework | None:

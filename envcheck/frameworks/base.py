@@ -78,6 +78,72 @@ class GpuBlock:
     fixes: tuple[str, ...]
 
 
+def per_gpu_batch(global_batch: int, gpus: int) -> int:
+    """The per-GPU batch of a data-parallel job; a batch that doesn't split evenly is an error.
+
+    Replicas get equal shares; an uneven split changes the per-GPU batch the learning rate was
+    tuned for, so two trainings on different GPU counts are only comparable at the same per-GPU
+    batch. No GPU: the CPU is one replica.
+    """
+    if global_batch < 1:
+        raise UsageError(f"bad global batch {global_batch}", "give a positive integer")
+    replicas = max(gpus, 1)
+    if global_batch % replicas == 0:
+        return global_batch // replicas
+    share = global_batch / replicas
+    lower = global_batch // replicas * replicas
+    options = [f"{size} ({size // replicas} per GPU)" for size in (lower, lower + replicas) if size > 0]
+    raise UsageError(f"global batch {global_batch} is not a multiple of {replicas} GPUs "
+                     f"({share:g} per GPU): use {' or '.join(options)}",
+                     "compare trainings at the same per-GPU batch")
+
+
+class SplitBatch:
+    """One process splits a global batch over its devices (MirroredStrategy, Keras's
+    DataParallel): ``--batch-size`` is the global batch, a multiple of the GPU count."""
+
+    process_per_device = False
+    words = "global batch (a multiple of the GPU count)"
+    cpu_replicas = ("logical CPU devices", "the batch is split")  # (who, how), for a CPU check
+
+    def default_processes(self, gpus: int, gpu_build: bool) -> int | None:
+        """Processes to start without ``--nproc``: None, the command alone."""
+        return None
+
+    def replicas(self, processes: int | None, gpus: int) -> int:
+        return gpus
+
+    def sizes(self, batch: int, replicas: int, strategy: str) -> tuple[int, int, str | None]:
+        """(global batch, per-GPU batch, a note) for ``--batch-size batch``."""
+        return batch, per_gpu_batch(batch, replicas), None
+
+
+class PerDeviceBatch(SplitBatch):
+    """One process per device, each training on its own whole batch (DistributedDataParallel):
+    ``--batch-size`` is each process's batch, the global batch that times the processes."""
+
+    process_per_device = True
+    words = "per-GPU batch"
+    cpu_replicas = ("the CPU processes", "each process trains on its own batch, gradients are averaged")
+
+    def default_processes(self, gpus: int, gpu_build: bool) -> int | None:
+        """One per selected GPU of a GPU build, when there are several."""
+        return gpus if gpus > 1 and gpu_build else None
+
+    def replicas(self, processes: int | None, gpus: int) -> int:
+        return processes or 1  # the command alone is one
+
+    def sizes(self, batch: int, replicas: int, strategy: str) -> tuple[int, int, str | None]:
+        replicas = max(replicas, 1)
+        note = (f"--batch-size {batch} is each process's batch under {strategy} (one "
+                f"process per GPU): global batch {batch * replicas} over {replicas}") if replicas > 1 else None
+        return batch * replicas, batch, note
+
+
+SPLIT = SplitBatch()
+PER_DEVICE = PerDeviceBatch()
+
+
 @dataclass(frozen=True)
 class Framework:
     """Everything envcheck knows about one framework. Nothing outside ``frameworks/`` names a
@@ -89,17 +155,29 @@ class Framework:
     table: str | None  # key of its release table in compat.json (None: no build facts)
     # (dist, version, shown, local, the env's other packages {canonical name: version})
     read_build: Callable[[str, Version, str, str | None, Mapping[str, str]], Build | None]
-    smoke_backend: str  # the smoke runner's backend for this framework
-    multi_device: str  # the data-parallel strategy the multi-device smoke uses
-    batch_rule: str  # "split": the global batch is split over the devices; "per-device": each gets it whole
+    # The data-parallel strategy the multi-device smoke uses: its name, then how, after a comma.
+    multi_device: str
+    # How the framework spreads a batch over devices: SPLIT or PER_DEVICE (``--batch-size``,
+    # the processes `run` starts, what a multi-device check on CPUs shows).
+    batch_rule: SplitBatch
+    order: int  # the registry's order: where several frameworks are installed, the lower wins
     # What `envcheck run` and a Jupyter kernel of the env get (``processes.child_environ``),
     # given the installed version of the framework's distribution (None: not known).
     run_environ: Callable[[Version | None], Mapping[str, str]] = lambda version: {}
     # Defaults for the smoke runner, whatever the env's framework (the runner may import this one).
     smoke_environ: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Variables the smoke runner gets pointed at a fresh scratch folder, so the framework
+    # writes there, not into the user's home (Keras's keras.json into $KERAS_HOME).
+    smoke_scratch: tuple[str, ...] = ()
+    example: str | None = None  # a release, as ``compat --framework`` takes it
     cpu_presets: tuple[str, ...] = ()  # presets to suggest, best first
     gpu_presets: tuple[str, ...] = ()
     gpu_block: Callable[[Build, str], GpuBlock | None] = lambda build, os: None
+
+    @property
+    def strategy(self) -> str:
+        """The multi-device strategy's name alone ("DistributedDataParallel")."""
+        return self.multi_device.split(",")[0]
 
     def releases(self) -> list[str]:
         """Release keys ("2.15") of its compat table, newest first."""

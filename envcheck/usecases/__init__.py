@@ -3,7 +3,7 @@
 Owns: the session (home, store, the host probed once), which env (``Session.resolve_env``:
 a name or ``auto`` through ``select``), validate-and-store (``Session.validate_and_store``),
 advice (``hints``), and the commands' flows: select, gate (check, ``ensure_ready``), run
-(``launch``, and ``ranks`` for a torchrun-style job), provision, doctor, compat, validate,
+(``launch``, and ``ranks`` for a distributed-launcher-style job), provision, doctor, compat, validate,
 the stored reports (``report``), Jupyter kernels, the cache, the Markdown bug report
 (``bugreport``). Each returns an ``envcheck.results.Result`` carrying its
 schema and exit code. Prints nothing.

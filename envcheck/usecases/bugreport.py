@@ -1,6 +1,6 @@
 """`doctor --markdown`: the doctor's findings plus what a bug thread asks first (envcheck's
 version, the OS, Python, each GPU's health, every env and its last verdict), as one result,
-the way ``python -m torch.utils.collect_env`` is pasted into issues.
+the way a framework's own ``collect_env`` report is pasted into issues.
 
 Nothing private goes in: no paths (they carry user names), no process arguments, no index
 URLs; env names, package versions and GPU facts only.
@@ -25,7 +25,7 @@ class EnvVerdict:
 
     name: str
     state: str
-    frameworks: list[str] = field(default_factory=list)  # "tensorflow 2.21.0"
+    frameworks: list[str] = field(default_factory=list)  # "NAME VERSION" of each installed framework
     python: str | None = None
     verdict: str | None = None  # None: never validated (or its report is unreadable)
     depth: str | None = None

@@ -54,7 +54,7 @@ def judge_compat(session: Session, *, framework: str | None = None, env_name: st
                  require_gpu: bool = False) -> CompatResult:
     if (framework is None) == (env_name is None):
         raise UsageError("give exactly one of --framework DIST==VERSION or --env NAME",
-                         "e.g. envcheck compat --framework tensorflow==2.15.0")
+                         f"e.g. envcheck compat --framework {frameworks.examples()[0]}")
     if no_gpu and (driver or gpu_ccs):
         raise UsageError("--no-gpu contradicts --driver/--gpu-cc", "give one or the other")
     if framework is not None:
@@ -70,7 +70,7 @@ def named_build(spec: str) -> Build:
     dist, sep, version = spec.partition("==")
     if not sep or not dist.strip() or not version.strip():
         raise UsageError(f"bad --framework {spec!r}",
-                         "write it as DIST==VERSION, e.g. tensorflow==2.15.0")
+                         f"write it as DIST==VERSION, e.g. {frameworks.examples()[0]}")
     build = frameworks.framework_build(dist.strip(), version.strip())
     if build is None:
         known = ", ".join(f"{f.name} {f.releases()[-1]}-{f.releases()[0]} ({' '.join(f.distributions)})"

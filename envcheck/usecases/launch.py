@@ -18,10 +18,9 @@ Jupyter kernel of the env too):
 - ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` (``--gpus none``: empty,
   which hides every GPU; ``all`` on a host where NVML shows no usable GPU: left as it was)
 - the variables the env's framework asks for, unless the caller set them (``frameworks``'
-  ``run_environ``; TensorFlow: ``TF_FORCE_GPU_ALLOW_GROWTH=true``, so it takes GPU memory as
-  it needs it, not all at once; PyTorch >= 2.2 on Linux: expandable allocator segments)
+  ``run_environ``: memory growth, allocator settings)
 - ``LD_LIBRARY_PATH`` led by the library folders of the env's CUDA wheels (``nvidia-*``), so a
-  framework that doesn't look for them itself (TensorFlow <= 2.11) finds them
+  framework release that doesn't look for them itself finds them
 - with ``--batch-size N``: ``ENVCHECK_GLOBAL_BATCH=N`` and ``ENVCHECK_PER_GPU_BATCH`` (N divided
   by the GPU count; with no GPU the CPU is the one replica, so it equals N)
 """
@@ -81,39 +80,6 @@ def choose_gpus(selection: Selection, host) -> tuple[list[int] | None, list[str]
     return [d.nvml_index for d in resolve(selection, host).devices], []
 
 
-def per_gpu_batch(global_batch: int, gpus: int) -> int:
-    """The per-GPU batch of a data-parallel job; a batch that doesn't split evenly is an error.
-
-    Replicas get equal shares; an uneven split changes the per-GPU batch the learning rate was
-    tuned for, so two trainings on different GPU counts are only comparable at the same per-GPU
-    batch. No GPU: the CPU is one replica.
-    """
-    if global_batch < 1:
-        raise UsageError(f"bad global batch {global_batch}", "give a positive integer")
-    replicas = max(gpus, 1)
-    if global_batch % replicas == 0:
-        return global_batch // replicas
-    share = global_batch / replicas
-    lower = global_batch // replicas * replicas
-    options = [f"{size} ({size // replicas} per GPU)" for size in (lower, lower + replicas) if size > 0]
-    raise UsageError(f"global batch {global_batch} is not a multiple of {replicas} GPUs "
-                     f"({share:g} per GPU): use {' or '.join(options)}",
-                     "compare trainings at the same per-GPU batch")
-
-
-def batch_sizes(batch: int, gpus: int, rule: str) -> tuple[int, int, str | None]:
-    """(global batch, per-GPU batch, a note) under the framework's batch rule (``frameworks``):
-    "split" divides ``batch`` over ``gpus`` (MirroredStrategy); "per-device" gives each of the
-    ``gpus`` processes all of it (DistributedDataParallel), so the global batch is ``batch`` x
-    processes."""
-    if rule == "per-device":
-        replicas = max(gpus, 1)
-        note = (f"--batch-size {batch} is each process's batch under DistributedDataParallel (one "
-                f"process per GPU): global batch {batch * replicas} over {replicas}") if replicas > 1 else None
-        return batch * replicas, batch, note
-    return batch, per_gpu_batch(batch, gpus), None
-
-
 def framework_pin(info) -> str | None:
     """The env's framework as ``processes.child_environ`` takes it: "name==installed version",
     "name" when the version is unknown, None when the env has no known framework."""
@@ -149,9 +115,9 @@ def _resolve_command(argv: list[str], path: str) -> str:
 def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
                        gpu_build: bool = True) -> tuple[int | None, str | None]:
     """(ranks, a note): ``--nproc`` as given; without it, one rank per selected GPU for a
-    GPU build of a framework whose data parallelism is a process per device (PyTorch DDP) when
-    there are several, else the command alone (None; TensorFlow's MirroredStrategy is one
-    process, and a CPU-only build has no GPU to give each rank)."""
+    GPU build of a framework whose data parallelism is a process per device when there are
+    several, else the command alone (None; a strategy that splits one global batch runs in one
+    process, and a CPU-only build has no GPU to give each rank): the framework's batch rule."""
     gpus = len(chosen or [])
     if nproc is not None:
         from .ranks import rank_limit
@@ -163,10 +129,11 @@ def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
             raise UsageError(f"--nproc {nproc} is more than the {limit} processes a job may start "
                              f"here ({counted})", f"give at most {limit}")
         return nproc, None
-    if framework is not None and framework.batch_rule == "per-device" and gpus > 1 and gpu_build:
-        return gpus, (f"{gpus} processes, one per GPU, as torchrun starts them for "
-                      f"{framework.multi_device.split(',')[0]} (--nproc 1 for one)")
-    return None, None
+    ranks = framework.batch_rule.default_processes(gpus, gpu_build) if framework else None
+    if ranks is None:
+        return None, None
+    return ranks, (f"{ranks} processes, one per GPU, as a distributed launcher starts them for "
+                   f"{framework.strategy} (--nproc 1 for one)")
 
 
 def prepare(session, env_name: str, command: list[str], *, gpus: Selection | str = "all",
@@ -192,7 +159,7 @@ def prepare(session, env_name: str, command: list[str], *, gpus: Selection | str
         _check_gpu_env(info, host, selection.text)
     framework = _framework(info)
     gpu_build = True  # only read where it decides the default: a per-device framework, no --nproc
-    if nproc is None and framework is not None and framework.batch_rule == "per-device":
+    if nproc is None and framework is not None and framework.batch_rule.process_per_device:
         from .. import frameworks
 
         build = frameworks.build_from_packages(info.packages, framework.name)
@@ -201,10 +168,12 @@ def prepare(session, env_name: str, command: list[str], *, gpus: Selection | str
     notes += [note] if note else []
     global_batch, per_gpu = batch_size, None
     if batch_size is not None:
-        rule = framework.batch_rule if framework else "split"
-        # per-device: one batch per process (the command alone is one); split: over the GPUs
-        replicas = (ranks or 1) if rule == "per-device" else len(chosen or [])
-        global_batch, per_gpu, note = batch_sizes(batch_size, replicas, rule)
+        from ..frameworks.base import SPLIT
+
+        rule = framework.batch_rule if framework else SPLIT  # no known framework: split over GPUs
+        replicas = rule.replicas(ranks, len(chosen or []))
+        global_batch, per_gpu, note = rule.sizes(batch_size, replicas,
+                                                 framework.strategy if framework else "")
         notes += [note] if note else []
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info,
                               chosen, global_batch, per_gpu)

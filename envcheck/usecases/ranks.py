@@ -1,12 +1,13 @@
-"""`envcheck run --nproc N`: a distributed job on one host, started the way ``torchrun`` does.
+"""`envcheck run --nproc N`: a distributed job on one host, started the way the standard
+distributed launcher does.
 
-N copies of the command, each with the variables ``torch.distributed``'s ``env://`` init
+N copies of the command, each with the variables an ``env://`` process-group init
 reads: ``RANK`` and ``LOCAL_RANK`` (0..N-1), ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` (N),
 ``GROUP_RANK`` 0, ``MASTER_ADDR`` 127.0.0.1 and a ``MASTER_PORT`` free on loopback. Every copy
 sees the same GPUs (``CUDA_VISIBLE_DEVICES``); a script picks ``cuda:LOCAL_RANK``, as under
-torchrun.
+the standard launcher.
 
-Supervision, as torchrun's: the ranks run until all have ended; the first that fails (a
+Supervision, as the standard launcher's: the ranks run until all have ended; the first that fails (a
 non-zero exit or a signal) gets the others stopped (SIGTERM to all at once, one grace, SIGKILL,
 each its whole tree: ``processes.stop_all``), since a DDP job with a dead rank only hangs in its next collective. Ctrl-C, SIGTERM or
 SIGHUP stop every rank the same way; envcheck then ends as the command alone would have under
@@ -66,7 +67,7 @@ def rank_limit(gpus: int) -> tuple[int, str]:
 
 
 def free_port() -> int:
-    """A TCP port free on loopback now (the kernel's pick), as torchrun's --standalone takes one."""
+    """A TCP port free on loopback now (the kernel's pick), as the standard launcher's --standalone takes one."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]

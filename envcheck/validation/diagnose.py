@@ -1,7 +1,7 @@
 """Known "GPU not seen / not usable" failures in a log: message pattern -> cause -> fix.
 
 The catalogue is ``envcheck/data/catalogue.json`` (reference/diagnosis-catalogue.md as data,
-plus the messages people hit in TensorFlow, PyTorch, JAX, NCCL, container and kernel logs, each
+plus the messages people hit in the frameworks', NCCL, container and kernel logs, each
 with the public threads where its cause was settled), read once.
 
 Diagnosis takes time linear in the log's size and memory bounded whatever the log:

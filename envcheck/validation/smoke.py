@@ -1,7 +1,7 @@
 """Run the smoke runner in an env's own interpreter, isolating crashes and hangs per device.
 
 envcheck never imports a framework itself: ``data/smoke_runner.py`` does the fit inside the
-env under test and answers in JSON, and reports its progress on stderr as it goes. This
+env under test (with the framework's backend, ``frameworks/<name>/smoke.py``, loaded by path) and answers in JSON, and reports its progress on stderr as it goes. This
 module decides how to run it:
 
 1. One runner process for all devices, so the framework is imported once.
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import processes
+from .. import frameworks, processes
 
 RUNNER = Path(__file__).parent.parent / "data" / "smoke_runner.py"
 MARK = "envcheck-smoke:"
@@ -51,8 +51,8 @@ class DeviceResult:
     loss_last: float | None = None
     placed_on: str | None = None
     error: str | None = None
-    memory: dict | None = None  # PyTorch: weights freed; on a GPU, bytes before/peak/after
-    cudnn: dict | None = None  # PyTorch on a GPU: cuDNN's state after a convolution
+    memory: dict | None = None  # backends that measure it: weights freed; on a GPU, bytes before/peak/after
+    cudnn: dict | None = None  # backends that measure it, on a GPU: cuDNN's state after a convolution
 
     @classmethod
     def from_json(cls, data: dict) -> DeviceResult:
@@ -240,7 +240,7 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
 
     ``timeout`` bounds one device's fit, ``import_timeout`` starting the interpreter and
     importing the framework (see the module docstring). ``logical_cpus`` > 1 splits the CPU
-    into that many devices (TensorFlow, JAX); naming cpu:N implies at least N + 1. The
+    into that many devices (frameworks that can); naming cpu:N implies at least N + 1. The
     multi-replica check runs over ``replica_devices`` (default: all ``devices``) when
     ``multi_replica`` and there are two or more. ``env`` is laid over envcheck's own
     environment (e.g. ``{"CUDA_VISIBLE_DEVICES": "0"}``). ``watch`` hears the runner's marks
@@ -251,7 +251,8 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
     """
     started = time.perf_counter()
     env_vars = runner_env(python, env)
-    job = {"backend": backend, "devices": list(devices), "logical_cpus": logical_cpus,
+    job = {"backend": backend, "frameworks": list(frameworks.names()), "devices": list(devices),
+           "logical_cpus": logical_cpus,
            "steps": steps, "batch": batch, "seed": seed, "multi_replica": multi_replica,
            "replica_devices": list(replica_devices) if replica_devices else None,
            "multi_timeout": 1.5 * timeout}  # the runner answers before its phase's 2 x timeout
@@ -331,7 +332,8 @@ def list_devices(python: Path, *, backend: str = "auto", timeout: float,
     """Start the framework in the env and have it list its devices, without any fit: what
     ``validate --no-smoke`` needs to know whether the framework itself sees the GPUs."""
     started = time.perf_counter()
-    job = {"backend": backend, "devices": ["cpu:0"], "logical_cpus": 0, "steps": 3, "batch": 1,
+    job = {"backend": backend, "frameworks": list(frameworks.names()), "devices": ["cpu:0"],
+           "logical_cpus": 0, "steps": 3, "batch": 1,
            "seed": 0, "multi_replica": False, "replica_devices": None, "per_device": False}
     run = _run_once(python, job, (timeout, timeout), runner_env(python, env))
     if run.cause is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import frameworks
+from ..frameworks.base import SPLIT
 from ..envs import manifest as mf
 from ..progress import SILENT, Progress
 from . import DEFAULT_TIMEOUT
@@ -170,15 +171,15 @@ def _run_smoke(ctx: _Ctx) -> None:
     cpus = [d.runner_name for d in ctx.devices if d.kind == "cpu"]
     gpus = [d.runner_name for d in ctx.devices if d.kind == "gpu"]
     replicas = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
-    backend = frameworks.get(ctx.build.framework).smoke_backend if ctx.build else "auto"
-    # Keras writes keras.json into $KERAS_HOME (default ~/.keras): keep the user's home untouched.
+    backend = ctx.build.framework if ctx.build else "auto"
     ctx.progress.phase(f"starting {ctx.build.framework if ctx.build else 'the framework'} for the "
                        f"smoke fit on {', '.join(names.values())}")
-    with processes.temporary_directory("envcheck-keras-") as keras_home:
+    # The frameworks' scratch variables point into a folder of our own: the user's home untouched.
+    with processes.temporary_directory("envcheck-smoke-") as scratch:
         result = run_smoke(ctx.info.python, list(names), backend=backend, timeout=ctx.timeout,
                            import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
                            multi_replica=bool(replicas), replica_devices=replicas or None,
-                           env={"KERAS_HOME": str(keras_home)},
+                           env=dict.fromkeys(frameworks.smoke_scratch(), str(scratch)),
                            watch=_watch(ctx, names))
     ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
                                                 for d in result.devices])
@@ -218,7 +219,7 @@ def _gpus_to_list(ctx: _Ctx) -> bool:
 def _list_devices(ctx: _Ctx) -> None:
     from .smoke import list_devices
 
-    backend = frameworks.get(ctx.build.framework).smoke_backend
+    backend = ctx.build.framework
     ctx.progress.phase(f"starting {ctx.build.framework} to list its devices")
     ctx.smoke_result = list_devices(ctx.info.python, backend=backend, timeout=ctx.timeout)
     ctx.listing = True
@@ -334,10 +335,7 @@ def _multi_passed(ctx: _Ctx, multi) -> Check:
     if not on_gpus:
         cores = os.cpu_count() or 1
         framework = frameworks.get(ctx.build.framework) if ctx.build else None
-        if framework is not None and framework.batch_rule == "per-device":
-            who, how = "the CPU processes", "each process trains on its own batch, gradients are averaged"
-        else:
-            who, how = "logical CPU devices", "the batch is split"
+        who, how = (framework.batch_rule if framework else SPLIT).cpu_replicas
         return Check("multi-replica", "pass", what, f"{who} share this host's {cores} core(s), so they "
                      "can't run faster than one: this checks that data parallelism works "
                      f"({how}, the replicas agree), not its speed. " + multi.detail)

@@ -1,4 +1,5 @@
-"""PyTorch: its distribution, how its build is read (``+cu118``/``+cpu`` local versions)."""
+"""PyTorch: its distribution, how its build is read (``+cu118``/``+cpu`` local versions); its
+smoke backend (native torch.nn, DistributedDataParallel ranks) is ``smoke.py`` beside this file."""
 from __future__ import annotations
 
 import re
@@ -8,8 +9,8 @@ from typing import Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from ..data import compat_facts
-from .base import Build, Framework, cpu_only, major_minor, minor, row_build
+from ...data import compat_facts
+from ..base import PER_DEVICE, Build, Framework, cpu_only, major_minor, minor, row_build
 
 _CUDA_LOCAL = re.compile(r"cu(\d+)(\d)")
 
@@ -104,11 +105,12 @@ FRAMEWORK = Framework(
     distributions=("torch",),
     table="torch",
     read_build=_read_build,
-    smoke_backend="torch",
     multi_device="DistributedDataParallel, one process per device (gloo on CPUs, nccl on GPUs)",
     # DistributedDataParallel: one process per GPU, each with the full batch.
-    batch_rule="per-device",
+    batch_rule=PER_DEVICE,
+    order=1,
     run_environ=_run_environ,
     cpu_presets=("pytorch-cpu",),
     gpu_presets=("pytorch-cuda12", "pytorch-cuda11"),
+    example="torch==2.5.1+cu118",
 )

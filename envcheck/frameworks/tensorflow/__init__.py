@@ -1,10 +1,11 @@
-"""TensorFlow: its distributions, how its build is read, and how envcheck runs it."""
+"""TensorFlow: its distributions, how its build is read, and how envcheck runs it; its smoke
+backend (tf.keras) is ``smoke.py`` beside this file."""
 from __future__ import annotations
 
 from packaging.version import Version
 
-from ..data import compat_facts
-from .base import Build, Framework, GpuBlock, cpu_only, minor, row_build
+from ...data import compat_facts
+from ..base import SPLIT, Build, Framework, GpuBlock, cpu_only, minor, row_build
 
 
 def _read_build(dist: str, version: Version, shown: str, local: str | None,
@@ -46,12 +47,14 @@ FRAMEWORK = Framework(
     distributions=("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly"),
     table="tensorflow",
     read_build=_read_build,
-    smoke_backend="tensorflow",
     multi_device="MirroredStrategy",
-    batch_rule="split",
+    batch_rule=SPLIT,
+    order=0,
     # TensorFlow takes all GPU memory at start unless told to grow as it needs.
     run_environ=lambda version: {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
     smoke_environ={"TF_CPP_MIN_LOG_LEVEL": "2"},  # its C++ INFO and WARNING lines off the runner's stderr
+    smoke_scratch=("KERAS_HOME",),  # tf.keras writes keras.json there (default ~/.keras)
+    example="tensorflow==2.15.0",
     cpu_presets=("tensorflow-cpu",),
     gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11-wheels", "tensorflow-gpu-cuda11.2"),
     gpu_block=_gpu_block,
