@@ -21,12 +21,12 @@ Every child gets:
             stripped ``PYTHON*`` variables set empty, which Python reads as unset
   smoke     the env (when there is one), the GPU order, ``PYTHONNOUSERSITE=1``,
             ``PYTHONUNBUFFERED=1`` and every framework's smoke variables as defaults
-            (``smoke_environ``: TensorFlow's C++ logs kept off the runner's stderr)
+            (``smoke_environ``: a framework's C++ logs kept off the runner's stderr)
   probe     the env (when there is one): a library loads as it will for the framework
   fleet     nothing: a node's envcheck gets the node's environment, cleaned
   ========  =========================================================================
 
-  ``extra`` is laid over ``base`` first (a caller's own variables: ``KERAS_HOME``, batch
+  ``extra`` is laid over ``base`` first (a caller's own variables: a framework's scratch folder, batch
   sizes, a fleet's forwarded secrets), so it counts as set by the caller;
 - its own session and process group, so a Ctrl-C at the terminal reaches envcheck alone,
   and stopping the child (``Child.stop``: SIGTERM, ``grace`` seconds, SIGKILL) stops all it
@@ -144,7 +144,7 @@ def child_environ(env: Path | str | None = None, *, gpus: Sequence[int] | None =
     """The environment of a child started in the env folder ``env`` (None: in no env) for
     ``purpose`` (see the module docstring): ``gpus``, NVML indices to show (None: leave
     ``CUDA_VISIBLE_DEVICES`` as it is); ``framework``, the env's framework as the registry
-    names it, with its installed version when known (``"torch==2.4.0+cu118"``, ``"tensorflow"``);
+    names it, with its installed version when known (``"NAME==2.4.0+cu118"``, ``"NAME"``);
     ``base``, the caller's environment (default ``os.environ``; for a kernel, the Jupyter
     server's, referred to by ``${NAME}``); ``extra``, laid over ``base``."""
     if purpose not in PURPOSES:
@@ -189,8 +189,8 @@ def _framework_variables(framework: str) -> dict[str, str]:
 
 
 def _smoke_variables() -> dict[str, str]:
-    """Every framework's smoke variables: the runner's backend may import any of them (Keras
-    on TensorFlow in an env of another framework, say), and reads their stderr."""
+    """Every framework's smoke variables: the runner's backend may import any of them (a
+    library of one framework in an env of another, say), and reads their stderr."""
     from . import frameworks
 
     variables: dict[str, str] = {}
@@ -209,8 +209,8 @@ def venv_of(python: Path | str) -> Path | None:
 
 def wheel_library_dirs(env_dir: Path | str) -> list[str]:
     """The ``lib`` folders of the NVIDIA wheels (``nvidia-*-cu11``/``-cu12``) installed in a
-    virtualenv: ``site-packages/nvidia/<component>/lib``, sorted. PyTorch and TensorFlow >= 2.14
-    find them by themselves; TensorFlow <= 2.11 only through the loader's path."""
+    virtualenv: ``site-packages/nvidia/<component>/lib``, sorted. Recent framework releases
+    find them by themselves; older ones only through the loader's path."""
     if os.name == "nt":
         return []
     return sorted(str(p) for p in Path(env_dir).glob("lib/python3*/site-packages/nvidia/*/lib")

@@ -5,7 +5,8 @@ resolving, downloading, installing, compiling bytecode; the smoke fit of each de
 phase may report finer *steps* (which package, how many MiB so far). ``Progress`` is the
 observer the core calls; its methods do nothing, so a core function takes
 ``progress: Progress = SILENT`` and calls it unconditionally, and envcheck used as a library
-(``ensure_ready``, the tests) stays quiet. The CLI passes a view of its own
+(``ensure_ready``, the tests) stays quiet; what is said outside any task (a store's
+recovery) reaches the session's observer as a ``notice``. The CLI passes a view of its own
 (``cli/progress_view.py``: a live status line on a terminal, plain lines elsewhere).
 
 The core never prints, and an observer never raises into it: a view that can't write
@@ -33,6 +34,11 @@ class Progress:
 
     def done(self, summary: str) -> None:
         """The task ended as ``summary`` says ("created", "ready")."""
+
+    def notice(self, line: str) -> None:
+        """Something done or missed on the side that the user should hear of, in or out of a
+        task ("env dl: rolled back an interrupted `env add`", "the report of env tf was not
+        stored: ..."): a line of its own, without envcheck's prefix (the view adds it)."""
 
 
 SILENT = Progress()

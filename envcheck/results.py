@@ -2,8 +2,8 @@
 
 The CLI never decides an exit code or a JSON shape itself: it asks the result. ``to_json``
 returns the whole ``envcheck.<thing>/1`` document (``schema`` first); ``exit_code`` follows
-README's table (0 done/ready, 1 not ready or failed, 2 bad input). Text renderers live in
-``envcheck.cli.render`` and are looked up by the result's class.
+README's table (0 done/ready, 1 not ready or failed, 2 bad input). Its other forms (text,
+Markdown, HTML) are the CLI's: ``envcheck.cli.views`` lists each result class's renderers.
 """
 from __future__ import annotations
 

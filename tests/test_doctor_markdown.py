@@ -145,3 +145,29 @@ def test_markdown_and_json_together_is_bad_usage(fake_nvml: FakeNvml, home: Path
     assert result.code == 2 and result.out == ""
     assert "--markdown and --json" in result.err and "Traceback" not in result.err
     assert list(home.iterdir()) == []
+
+
+def test_every_view_is_listed_once_by_form_and_markdown_is_its_own():
+    """``cli/views/__init__.py`` names each result class and its renderer; both exist."""
+    import importlib
+
+    from envcheck.cli import views
+
+    for form, listed in views.VIEWS.items():
+        for result, renderer in listed.items():
+            module, cls = result.split(":")
+            assert isinstance(getattr(importlib.import_module(module), cls), type), (form, result)
+            module, function = renderer.split(":")
+            assert callable(getattr(importlib.import_module(f"envcheck.cli.views.{module}"), function))
+    assert "envcheck.usecases.bugreport:BugReport" in views.MARKDOWN
+    assert "envcheck.usecases.bugreport:BugReport" not in views.TEXT
+
+
+def test_format_names_the_form_once_and_refuses_two(fake_nvml: FakeNvml, home: Path) -> None:
+    """`--format markdown` is `--markdown`; two spellings of different forms are exit 2."""
+    env = fake_nvml.env([HEALTHY], ENVCHECK_HOME=str(home))
+    for args in (("--format", "markdown", "--json"), ("--markdown", "--format", "text")):
+        result = fake_nvml.cli(env, "doctor", "--no-smoke", *args)
+        assert result.code == 2 and result.out == "" and "are two forms of one report" in result.err
+    result = fake_nvml.cli(env, "doctor", "--no-smoke", "--format", "markdown")
+    assert result.code in (0, 1) and result.out.startswith("## envcheck doctor"), result.err

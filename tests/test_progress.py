@@ -375,3 +375,52 @@ def test_installer_output_moves_through_the_phases_once(backend, lines, phases, 
         read(line)
     assert heard.phases == phases  # pip's Collecting after a download is a step, not a phase
     assert step in heard.steps
+
+
+def test_a_notice_reaches_stderr_through_the_sessions_observer_prefixed_once(home, monkeypatch, capsys):
+    """A report that can't be stored (a read-only home) is said once, as `envcheck: ...`."""
+    import errno
+    from types import SimpleNamespace
+
+    from envcheck.cli.progress_view import Notices
+    from envcheck.paths import Home
+    from envcheck.usecases.session import Session
+
+    def read_only(home, report):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr("envcheck.validation.validate.validate", lambda info, host, **options: "report")
+    monkeypatch.setattr("envcheck.validation.reports.store_report", read_only)
+    monkeypatch.setattr(Session, "_to_store", lambda self, info, report: report)
+    session = Session(Home(home), host=object(), observer=Notices())
+    assert session.validate_and_store(SimpleNamespace(name="tf", path=home), smoke=False) == "report"
+    err = capsys.readouterr().err
+    assert err == (f"envcheck: the report of env tf was not stored: Read-only file system "
+                   f"({Home(home).report('tf')})\n")
+
+
+def test_the_store_tells_its_recoveries_to_the_observer_it_is_given(home):
+    from envcheck.paths import Home
+    from envcheck.usecases.session import Session
+
+    heard = []
+
+    class Recorder(Progress):
+        def notice(self, line: str) -> None:
+            heard.append(line)
+
+    session = Session(Home(home), host=object(), observer=Recorder())
+    session.store.scratch.notice("env dl: removed a leftover")
+    assert heard == ["env dl: removed a leftover"]
+
+
+def test_the_core_never_prints():
+    """Below the CLI, what the user should hear goes through the progress observer."""
+    import ast
+
+    package = Path(__file__).resolve().parent.parent / "envcheck"
+    printing = [f"{path.relative_to(package)}:{node.lineno}"
+                for path in package.rglob("*.py") if path.parts[len(package.parts)] not in ("cli", "data")
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"]
+    assert printing == []

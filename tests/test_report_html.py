@@ -29,7 +29,7 @@ HOSTILE = '<b id="pwned">x</b></script><script>document.title="pwned"</script>'
 HOSTILE_GPU = '<i id="pwned-gpu">A100</i>'
 GPUS = [A100, f"{HOSTILE_GPU},8.0,81920"]
 ENVS = ["corrupt", "fresh", "hostile", "tfgpu"]
-PLOT_W = 360  # views_report's bar length for the longest bar
+PLOT_W = 360  # views.report's bar length for the longest bar
 
 GPU_PRESET = """title = "TensorFlow GPU stand-in"
 kind = "gpu"

@@ -1,12 +1,14 @@
 """envcheck's command line: parse once at the edge, call one use case, render its result.
 
 Owns: click commands (``main.py`` and one module per command group), option declarations
-shared with the fast path (``options.py``), the rendering layer (``render.py`` with the
-text views in ``views*.py``, HTML from ``templates/``) and how progress shows
-(``progress_view.py``). Holds no logic: exit codes and JSON shapes come from results.
+shared with the fast path (``options.py``), the rendering layer (``render.py``, with the
+views of each result class listed in ``views/__init__.py``: text, Markdown, and HTML from
+``templates/``) and how progress shows (``progress_view.py``). Holds no logic: exit codes
+and JSON shapes come from results.
 
 May import: ``usecases`` and, for parsing at the edge, the parsers and types below them
-(``validation.devices``, ``envs.installers.IndexSettings``, ``frameworks.names``).
+(``validation.devices``, ``envs.installers.IndexSettings``, ``frameworks.names``), and
+``atomic`` to write the HTML page as the manifest is written.
 
 ``run`` is the console script. It tries the click-free fast path of the pre-training gate
 first (``fast.py``: a training job calls ``envcheck check`` before every start, and click

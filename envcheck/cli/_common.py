@@ -1,5 +1,8 @@
-"""Helpers shared by the click command modules: the context decorator and the index options."""
+"""Helpers shared by the click command modules: the context decorator, the index options and
+the output form of a command that has several."""
 from __future__ import annotations
+
+import functools
 
 import click
 
@@ -51,6 +54,40 @@ def declare(*options):
                                     type=Parsed(option), metavar=option.metavar,
                                     show_default=option.show_default, help=option.help)(func)
         return func
+
+    return decorate
+
+
+FORM_HELP = {"json": "a versioned JSON document",
+             "markdown": "one Markdown report to paste into a bug thread: versions, GPU health, envs"}
+
+
+def output_forms(*forms: str):
+    """``--format FORM`` for a command with several outputs (``forms``, the first the default),
+    declared once, with its older spellings ``--json`` and ``--markdown``: the command gets
+    one ``form``. Two spellings of different forms are a usage error (exit 2)."""
+    from .options import JSON
+
+    def decorate(func):
+        @functools.wraps(func)
+        def chosen(*args, form, as_json, markdown=False, **kwargs):
+            spelt = {"--markdown": "markdown" if markdown else None, "--json": "json" if as_json else None,
+                     f"--format {form}": form}
+            given = {flag: value for flag, value in spelt.items() if value is not None}
+            if len(set(given.values())) > 1:
+                from ..errors import UsageError
+
+                first, second = list(given)[:2]
+                raise UsageError(f"{first} and {second} are two forms of one report", "pass one of them")
+            return func(*args, form=next(iter(given.values()), forms[0]), **kwargs)
+
+        wrapped = chosen
+        if "markdown" in forms:
+            wrapped = click.option("--markdown", "markdown", is_flag=True, help="--format markdown")(wrapped)
+        wrapped = click.option(JSON.flag, JSON.dest, is_flag=True, help="--format json")(wrapped)
+        return click.option("--format", "form", type=click.Choice(forms), default=None,
+                            help=f"the output (default: {forms[0]}); "
+                            + "; ".join(f"{f}: {FORM_HELP[f]}" for f in forms[1:]))(wrapped)
 
     return decorate
 

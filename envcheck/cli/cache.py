@@ -5,7 +5,6 @@ import sys
 
 import click
 
-from . import views_cache  # noqa: F401  (registers the text renderers)
 from ._common import confirm, declare, pass_ctx
 from ..usecases.cache import DEFAULT_WAIT_S
 from .options import JSON, Option, positive_seconds
@@ -40,7 +39,7 @@ def clean(ctx, yes, wait, as_json):
     """
     from ..errors import UsageError
     from ..usecases.cache import cache_info, clean_cache
-    from .views_cache import human_size
+    from .views.cache import human_size
 
     if not yes and not sys.stdin.isatty():
         raise UsageError("refusing to clean the cache without confirmation", "pass --yes")

@@ -3,37 +3,33 @@ from __future__ import annotations
 
 import click
 
-from ._common import declare, pass_ctx
-from .options import FRAMEWORK, JSON, NO_SMOKE, TIMEOUT
+from ._common import declare, output_forms, pass_ctx
+from .options import FRAMEWORK, NO_SMOKE, TIMEOUT
 from .report import HTML
 
 
 @click.command()
-@declare(FRAMEWORK, NO_SMOKE, TIMEOUT, JSON)
-@click.option("--markdown", is_flag=True,
-              help="one Markdown report to paste into a bug thread: versions, GPU health, envs")
+@declare(FRAMEWORK, NO_SMOKE, TIMEOUT)
+@output_forms("text", "json", "markdown")
 @declare(HTML)
 @pass_ctx
-def doctor(ctx, framework, no_smoke, timeout, as_json, markdown, html):
+def doctor(ctx, framework, no_smoke, timeout, form, html):
     """Host GPU state, envs ranked, the selected env validated, next steps.
 
     Exit 0 when the selected env is ready to train, 1 otherwise.
     """
     from ..usecases.doctor import doctor as run_doctor
 
-    if markdown and html:
-        from ..errors import UsageError
-
-        raise UsageError("--markdown and --html are two forms of one report", "pass one of them")
-    if markdown:
-        from . import views_markdown  # noqa: F401  (registers the Markdown renderer)
-        from ..errors import UsageError
+    if form == "markdown":
         from ..usecases.bugreport import bug_report
 
-        if as_json:
-            raise UsageError("--markdown and --json are two forms of one report", "pass one of them")
-        return ctx.finish(bug_report(ctx.session, smoke=not no_smoke, timeout=timeout, framework=framework), False)
-    with ctx.progress(as_json) as progress:
+        if html:
+            from ..errors import UsageError
+
+            raise UsageError("--markdown and --html are two forms of one report", "pass one of them")
+        return ctx.finish(bug_report(ctx.session, smoke=not no_smoke, timeout=timeout, framework=framework),
+                          form=form)
+    with ctx.progress(form == "json") as progress:
         result = run_doctor(ctx.session, smoke=not no_smoke, timeout=timeout, progress=progress,
                             framework=framework)
     if html:
@@ -41,4 +37,4 @@ def doctor(ctx, framework, no_smoke, timeout, as_json, markdown, html):
         from .report import write
 
         write(ctx, html, doctor_reports(ctx.session, result))
-    ctx.finish(result, as_json)
+    ctx.finish(result, form=form)

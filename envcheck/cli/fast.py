@@ -68,7 +68,7 @@ def fast_check(argv: list[str]) -> int | None:
         return _full(root, given, host)
     from .render import emit
 
-    return emit(answer, bool(given.get("as_json")))
+    return emit(answer, "json" if given.get("as_json") else "text")
 
 
 def _stored_pass(root: str, given: dict):
@@ -131,11 +131,12 @@ def _full(root: str, given: dict, host) -> int | None:
     from ..paths import Home
     from ..usecases.gate import check
     from ..usecases.session import Session
+    from .progress_view import Notices
     from .render import emit
 
     as_json = values.pop("as_json")
-    session = Session(Home(root), host=host)
-    return emit(check(session, values.pop("env_name"), **values), as_json)
+    session = Session(Home(root), host=host, observer=Notices())
+    return emit(check(session, values.pop("env_name"), **values), "json" if as_json else "text")
 
 
 def _plain(name: str) -> bool:

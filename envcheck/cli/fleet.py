@@ -28,7 +28,8 @@ SUMMARIES = {
     "provision": "The installer hook on every node (idempotent), each holding its node's GPUs.",
 }
 DEVICE_TIMEOUT = ("doctor", "validate", "provision")  # node commands with --timeout per device
-REFUSED = {"--markdown": "the fleet asks each node for JSON; its text is a table of the nodes"}
+REFUSED = {"--markdown": "the fleet asks each node for JSON; its text is a table of the nodes",
+           "--format": "the fleet asks each node for JSON; its own --json gives the fleet's document"}
 SECRET_CARRIERS = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTRA_INDEX_URL",
                    "--find-links": "PIP_FIND_LINKS"}
 
@@ -110,8 +111,6 @@ def _subcommand(name: str) -> click.Command:
     @pass_ctx
     def run(ctx, address, nodes, include_head, timeout, min_ready, as_json, args,
             device_timeout=None, busy_after=BUSY_AFTER):
-        from . import views_fleet  # noqa: F401  (registers the text renderer)
-
         forwarded, environment = _forwarded(name, args, device_timeout)
         ctx.finish(survey(name, forwarded, environment, address=address, nodes=nodes,
                           include_head=include_head, timeout=timeout, min_ready=min_ready,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import click
 
-from . import views_kernel  # noqa: F401  (registers the text renderers)
 from ._common import declare, index_options, index_settings, pass_ctx
 from .options import JSON
 

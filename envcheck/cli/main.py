@@ -70,8 +70,9 @@ class Context:
     def session(self):
         if self._session is None:
             from ..usecases.session import Session
+            from .progress_view import Notices
 
-            self._session = Session(self.home)
+            self._session = Session(self.home, observer=Notices())
         return self._session
 
     def progress(self, as_json: bool):
@@ -81,11 +82,12 @@ class Context:
 
         return progress_view(quiet=self.quiet, as_json=as_json)
 
-    def finish(self, result, as_json: bool) -> None:
-        """Render a use case's result and exit with its code."""
+    def finish(self, result, as_json: bool = False, form: str = "text") -> None:
+        """Render a use case's result (``--json``: its document, else ``form``) and exit with
+        its code."""
         from .render import emit
 
-        code = emit(result, as_json)
+        code = emit(result, "json" if as_json else form)
         if code:
             raise click.exceptions.Exit(code)
 

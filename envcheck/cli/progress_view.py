@@ -41,6 +41,22 @@ class _Task:
         return _elapsed(time.monotonic() - self.started)
 
 
+class Notices(Progress):
+    """The session's observer (``Session(observer=...)``): each notice one ``envcheck:`` line
+    on stderr, with or without ``-q`` (a rolled-back install must not go unsaid), through
+    ``render.safe`` (a notice may quote a name from outside). A live status line takes it in
+    as it takes in anything written to stderr. Task events are the command's view's business."""
+
+    def notice(self, line: str) -> None:
+        from .render import safe
+
+        try:
+            sys.stderr.write(f"envcheck: {safe(line)}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed or broken stderr: the work goes on
+            pass
+
+
 class PlainView(Progress):
     """One line per event that matters (start, phase, done); steps are left out."""
 

@@ -1,9 +1,10 @@
 """The one rendering layer: a use case's result as JSON or as text for people.
 
-``emit(result, as_json)`` prints the result and returns its exit code. Text renderers are
-registered in ``views.py`` per result class with ``@text("module:Class")``. Click-free: the gate's fast path
-uses it too. Tables align to their widest cell; verdicts are coloured on a terminal unless
-``NO_COLOR`` is set.
+``emit(result, form)`` prints the result ("json", "text" or "markdown") and returns its exit
+code. The renderers of each form are listed per result class in ``views/__init__.py``, imported
+only when a form other than JSON is asked for. Click-free: the gate's fast path uses it too.
+Tables align to their widest cell; verdicts are coloured on a terminal unless ``NO_COLOR`` is
+set.
 
 All text for people leaves through ``safe``: names and messages that came from outside
 (dist-info folder names, NVML's GPU names, a stored report's lines) may hold terminal control
@@ -16,9 +17,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable  # loaded already (re imports collections)
 
-_RENDERERS: dict[str, Callable[[object], str]] = {}  # "module:Class" -> renderer (no imports here)
 _COLOURS = {"ready": "32", "ok": "32", "pass": "32", "degraded": "33", "warn": "33", "WARN": "33",
             "not-ready": "31", "fail": "31", "FAIL": "31", "NOT READY": "31"}
 # C0 controls but newline and tab, DEL, C1 controls, and lone surrogates (undecodable bytes)
@@ -34,29 +33,19 @@ def emit_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")  # one write, not one per token
 
 
-def text(*classes: str) -> Callable:
-    """Register a text renderer for results of the classes named "module:Class". It returns
-    the text for stdout, or (stdout, stderr) when it has warnings to tell apart."""
-    def register(func: Callable[[object], str]) -> Callable[[object], str]:
-        for name in classes:
-            _RENDERERS[name] = func
-        return func
-    return register
+def render(result: object, form: str):
+    """``result`` in ``form`` ("text", "markdown", "html") as its view in ``views`` renders it."""
+    from .views import renderer
+
+    return renderer(result, form)(result)
 
 
-def render_text(result: object) -> str:
-    from . import views  # noqa: F401  (registers the renderers on first use)
-
-    cls = type(result)
-    return _RENDERERS[f"{cls.__module__}:{cls.__name__}"](result)
-
-
-def emit(result: object, as_json: bool) -> int:
-    """Print ``result`` (JSON or text) and return its exit code."""
-    if as_json:
+def emit(result: object, form: str = "text") -> int:
+    """Print ``result`` ("json", "text" or "markdown") and return its exit code."""
+    if form == "json":
         emit_json(result.to_json())
     else:
-        out = render_text(result)
+        out = render(result, form)
         out, err = out if isinstance(out, tuple) else (out, "")
         if out:
             print(_painted(safe(out)))

@@ -1,14 +1,18 @@
 """`envcheck report`: the stored validation reports, as text, JSON or one HTML page."""
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import click
 
-from ..errors import UsageError
-from ._common import declare, pass_ctx
-from .options import JSON, Option
+from ..errors import OperationError, UsageError
+from ._common import declare, output_forms, pass_ctx
+from .options import Option
+
+PATH_ERRORS = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS,
+               errno.ENAMETOOLONG}  # the user's path is the problem: exit 2
 
 
 def html_file(text: str) -> Path:
@@ -30,10 +34,18 @@ HTML = Option("--html", "html", "write the reports as one self-contained HTML pa
 
 
 def write(ctx, path: Path, result) -> None:
-    """Write ``result`` as the HTML page, and say where on stderr."""
-    from . import views_report
+    """Write ``result`` as its HTML page, atomically (a failure leaves ``path`` as it was), and
+    say where on stderr. Control characters and lone surrogates (a package name that wasn't
+    UTF-8) are written as visible escapes, as on a terminal."""
+    from ..atomic import write_bytes
+    from .render import render, safe
 
-    views_report.write_html(path, result)
+    try:
+        write_bytes(path, safe(render(result, "html")).encode("utf-8"), mode=0o666)
+    except OSError as exc:
+        error = UsageError if exc.errno in PATH_ERRORS else OperationError
+        raise error(f"can't write {path}: {exc.strerror or exc}",
+                    "name a file in a folder you can write to") from None
     if not ctx.quiet:
         click.echo(f"envcheck: wrote {path}", err=True)
 
@@ -41,9 +53,10 @@ def write(ctx, path: Path, result) -> None:
 @click.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--all", "all_", is_flag=True, help="every env")
-@declare(HTML, JSON)
+@declare(HTML)
+@output_forms("text", "json")
 @pass_ctx
-def report(ctx, names, all_, html, as_json):
+def report(ctx, names, all_, html, form):
     """The stored validation reports: host, verdicts, checks with fixes, ms/step per device.
 
     With no NAME, the env `envcheck select` would choose. Nothing is run: each env's last
@@ -52,12 +65,11 @@ def report(ctx, names, all_, html, as_json):
     ms/step with the speedup over the CPU, its chart, multi-replica scaling) instead of text.
     Exit 1 when an env has no stored report or a not-ready one.
     """
-    from . import views_report  # noqa: F401  (registers the text renderer)
     from ..usecases.report import stored_reports
 
     result = stored_reports(ctx.session, names, all_envs=all_)
     if html:
         write(ctx, html, result)
-        if not as_json:
+        if form != "json":
             raise click.exceptions.Exit(result.exit_code)
-    ctx.finish(result, as_json)
+    ctx.finish(result, form=form)

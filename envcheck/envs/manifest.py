@@ -17,7 +17,6 @@ field is computed by a ``FrameworksOf`` function its caller passes (the use case
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -55,25 +54,10 @@ def now() -> str:
 
 
 def write_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file in the same folder, fsync it, then ``os.replace``."""
-    import tempfile  # only writers pay for it; the gate's cache hit only reads
+    """Write ``data`` as JSON, atomically (``envcheck.atomic``)."""
+    from ..atomic import write_bytes
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(path)  # a full disk fails the write(), which names no file
-        raise
+    write_bytes(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def read(path: Path, frameworks_of: FrameworksOf | None = None) -> dict[str, Any]:

@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -119,10 +118,6 @@ class Scratch:
         with signals_held():
             os.replace(target, doomed)
         shutil.rmtree(doomed)
-
-
-def stderr_notice(line: str) -> None:
-    print(f"envcheck: {line}", file=sys.stderr)
 
 
 def uncommitted(target: Path) -> bool:

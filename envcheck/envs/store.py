@@ -8,7 +8,8 @@ under the env's lock, after every input has been validated, so bad input changes
 Interruptions, SIGKILL included, leave each env as it was or visibly incomplete, and the next
 command finishes the job: see ``scratch`` for the steps each change takes and how what an
 interrupted one left is recovered (``list``, ``get``, ``create``, ``add`` and ``remove`` do it,
-under the env's lock, each action one line for ``notice``, stderr by default).
+under the env's lock, each action one line for ``notice``: the ``Progress.notice`` of the
+observer the session hands it, nothing by default; the core never prints).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from . import metadata
 from ..errors import BusyError, UsageError
 from .gate_link import link_env
 from .metadata import installed_packages, pins
-from .scratch import Scratch, discard, disk_errors, is_stub, signals_held, stderr_notice
+from .scratch import Scratch, discard, disk_errors, is_stub, signals_held
 from ..paths import MANIFEST_NAME, Home
 from ..progress import SILENT, Progress
 
@@ -99,7 +100,7 @@ class EnvStore:
                  frameworks_of: mf.FrameworksOf | None = None):
         self.home = home
         self.frameworks_of = frameworks_of
-        self.notice = notice or stderr_notice  # hears what recovery did, one line each
+        self.notice = notice or SILENT.notice  # hears what recovery did, one line each
         self.scratch = Scratch(home.root / "tmp", self.notice, lambda name: bool(NAME_RE.fullmatch(name)))
 
     def _frameworks(self, packages: dict[str, str]) -> list[str]:
@@ -331,7 +332,7 @@ class EnvStore:
         reqs = [str(parse_requirement(r)) for r in requirements]
         current = self._require_ready(name)
         choose_backend(installer, current.manifest.get("installer"))  # bad input: before any write
-        # the preset's own indexes too (a torchvision added to pytorch-cpu comes from the CPU index)
+        # the preset's own indexes too (a package added to an env of a preset with its own index comes from there)
         preset_indexes = tuple(current.manifest.get("preset", {}).get("indexes") or ())
         settings = settings_from_pip_config().merged(index).with_preset_indexes(preset_indexes)
         with self._changing(name):

@@ -7,7 +7,7 @@ the env (``processes.child_environ``, purpose "kernel"), so a notebook sees the 
 would: the env's bin folder first on ``PATH`` and ``VIRTUAL_ENV``; the library folders of its
 CUDA wheels first on ``LD_LIBRARY_PATH``; ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (GPUs numbered as
 NVML and ``envcheck gpu`` number them); the framework's variables for the installed version
-(TensorFlow's memory growth, PyTorch's expandable segments). ``CUDA_VISIBLE_DEVICES`` is left
+(``run_environ``: memory growth, allocator settings). ``CUDA_VISIBLE_DEVICES`` is left
 as the Jupyter server has it. Jupyter lays the kernelspec's ``env`` over the server's own
 environment, expanding ``${PATH}`` and ``${LD_LIBRARY_PATH}`` there; the Python variables
 `run` strips (``PYTHONPATH``, ``PYTHONHOME``, ...) can't be removed from a kernelspec, so
@@ -217,7 +217,7 @@ def judge(session: Session, spec) -> KernelStatus:
     gone_fix = f"envcheck {option}kernel remove {spec.env}{place}"
     if not Path(spec.home).is_dir():
         return KernelStatus(spec, "gone", f"its env home {spec.home} is gone", gone_fix)
-    store = session.store if ours else env_store(Home(spec.home))
+    store = session.store if ours else env_store(Home(spec.home), session.observer)
     try:
         info = store.get(spec.env)
     except UsageError:

@@ -32,11 +32,12 @@ def frameworks_of(packages: Mapping[str, str]) -> list[str]:
     return detect(packages)
 
 
-def env_store(home: Home) -> EnvStore:
-    """The store of ``home``, naming frameworks in its manifests."""
+def env_store(home: Home, observer: Progress = SILENT) -> EnvStore:
+    """The store of ``home``, naming frameworks in its manifests; ``observer`` hears what its
+    recoveries did."""
     from ..envs.store import EnvStore
 
-    return EnvStore(home, frameworks_of=frameworks_of)
+    return EnvStore(home, notice=observer.notice, frameworks_of=frameworks_of)
 
 
 @dataclass
@@ -49,12 +50,18 @@ class Resolved:
 
 
 class Session:
-    def __init__(self, home: Home | None = None, host: HostState | None = None):
+    """``observer`` hears the notices of the whole session (``Progress.notice``: a store's
+    recovery, a report that could not be stored), whichever task is running; the CLI's prints
+    them on stderr, the default ignores them (envcheck used as a library stays quiet)."""
+
+    def __init__(self, home: Home | None = None, host: HostState | None = None,
+                 observer: Progress = SILENT):
         from ..envs.gate_link import repair
 
         self.home = home if home is not None else Home()
         repair(self.home.root)  # every command keeps the envs' `envcheck.ensure_ready` pointed at this envcheck
-        self.store: EnvStore = env_store(self.home)
+        self.observer = observer
+        self.store: EnvStore = env_store(self.home, observer)
         self._host = host
         self._health = False
 
@@ -131,8 +138,8 @@ class Session:
                 try:
                     store_report(self.home, kept)
                 except OSError as exc:  # a read-only home or a full disk: the answer stands
-                    self.store.notice(f"envcheck: the report of env {info.name} was not stored: "
-                                      f"{exc.strerror or exc} ({self.home.report(info.name)})")
+                    self.observer.notice(f"the report of env {info.name} was not stored: "
+                                         f"{exc.strerror or exc} ({self.home.report(info.name)})")
         except FileNotFoundError:
             if info.path.exists():
                 raise

@@ -1,7 +1,7 @@
 """Text for `cache info` and `cache clean`."""
 from __future__ import annotations
 
-from .render import table, text
+from ..render import table
 
 
 def human_size(count: int) -> str:
@@ -13,7 +13,6 @@ def human_size(count: int) -> str:
     return f"{count} B" if unit == 0 else f"{size:.1f} {units[unit]}"
 
 
-@text("envcheck.usecases.cache:CacheInfo")
 def cache_info(result) -> str:
     rows = [("INSTALLER", "OWNER", "SIZE", "FILES", "CLEAN FREES", "PATH")]
     for c in result.caches:
@@ -34,7 +33,6 @@ def cache_info(result) -> str:
     return "\n".join(lines)
 
 
-@text("envcheck.usecases.cache:CacheCleaned")
 def cache_cleaned(result) -> str:
     before, after = result.before, result.after
     if before.bytes == 0:

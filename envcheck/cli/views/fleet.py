@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render import colour, table, text
+from ..render import colour, table
 
 
-@text("envcheck.fleet.aggregate:FleetResult")
 def fleet(result: Any) -> str:
     lines = [f"envcheck fleet {result.command} at {result.address}: {len(result.nodes)} node(s) asked"]
     rows = [("NODE", "ADDRESS", "LABELS", "RAY GPUS", "ENVCHECK", "EXIT", "VERDICT")]

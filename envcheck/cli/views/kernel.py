@@ -1,10 +1,9 @@
 """Text for `kernel install|remove|list` (and the kernel line of `env create --kernel`)."""
 from __future__ import annotations
 
-from .render import table, text
+from ..render import table
 
 
-@text("envcheck.usecases.kernels:KernelInstalled")
 def kernel_installed(result) -> str:
     spec = result.kernel.spec
     lines = [f"installed Jupyter kernel {spec.name} \"{spec.spec['display_name']}\" at {spec.path}"]
@@ -16,7 +15,6 @@ def kernel_installed(result) -> str:
     return "\n".join(lines)
 
 
-@text("envcheck.usecases.kernels:KernelListing")
 def kernel_listing(result) -> str:
     if not result.kernels:
         return ("no Jupyter kernels of envcheck's envs (looked in "
@@ -29,7 +27,6 @@ def kernel_listing(result) -> str:
     return "\n".join(lines)
 
 
-@text("envcheck.usecases.kernels:KernelsRemoved")
 def kernels_removed(result) -> str:
     return "\n".join(f"removed Jupyter kernel {spec.name} of env {result.env} ({spec.path})"
                      for spec in result.removed)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import text
-
 NA = "N/A"
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 LABELS = {"temperature_c": "temperature", "power_draw_w": "power draw",
@@ -35,7 +33,6 @@ def md_table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
     return lines
 
 
-@text("envcheck.usecases.bugreport:BugReport")
 def bug_report(result) -> str:
     diagnosis, host = result.diagnosis, result.diagnosis.host
     lines = ["## envcheck doctor", "", *_system(result.system, host), ""]
@@ -113,7 +110,7 @@ def _na_notes(gpus: list) -> list[str]:
 
 
 def _envs(envs: list) -> list[str]:
-    from .views_report import CHANGED
+    from .report import CHANGED
 
     def verdict(e) -> str:
         if not e.verdict:

@@ -9,16 +9,10 @@ jinja2's ``tojson``, which escapes ``<``, ``>``, ``&`` and ``'`` so the data can
 """
 from __future__ import annotations
 
-import errno
-import os
-import secrets
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from ..errors import OperationError, UsageError
-from .render import safe, text
-from .views import host_line, report_lines
+from .text import host_line, report_lines
 
 CHANGED = {"packages": "installed packages", "python": "Python version", "env_state": "env state",
            "interpreter": "the env's interpreter", "driver_version": "NVIDIA driver",
@@ -26,13 +20,10 @@ CHANGED = {"packages": "installed packages", "python": "Python version", "env_st
            "cuda_device_order": "CUDA_DEVICE_ORDER"}
 BASELINE = "cpu:0"  # the device speedups are measured against
 LABEL_W, PLOT_W, TEXT_W, ROW_H, BAR_H = 80, 360, 220, 26, 18  # chart geometry, px
-_PATH_ERRORS = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS,
-                errno.ENAMETOOLONG}
 
 
 # -- text -------------------------------------------------------------------------------------
 
-@text("envcheck.usecases.report:StoredReports")
 def stored_reports(result) -> str:
     lines = [f"host: {host_line(result.host)}"]
     for env in result.envs:
@@ -63,29 +54,6 @@ def html_page(result) -> str:
     doc = result.to_json()
     return _template().render(doc=doc, host=doc["host"], envs=[_env_view(e) for e in doc["envs"]],
                               provenance=provenance)
-
-
-def write_html(path: Path, result) -> None:
-    """Write the page atomically: a temporary file beside ``path``, then ``os.replace``; a
-    failure leaves ``path`` as it was. Control characters and lone surrogates (a package name
-    that wasn't UTF-8) are written as visible escapes, as on a terminal."""
-    page = safe(html_page(result)).encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(page)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        error = UsageError if exc.errno in _PATH_ERRORS else OperationError
-        raise error(f"can't write {path}: {exc.strerror or exc}",
-                    "name a file in a folder you can write to") from None
 
 
 @lru_cache(maxsize=1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render import colour, table, text
+from ..render import colour, table
 
 NA = "N/A"
 STATUS_MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL", "skip": "-"}
@@ -11,7 +11,6 @@ STATUS_MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL", "skip": "-"}
 
 # -- host -------------------------------------------------------------------------------------
 
-@text("envcheck.host.probe:HostState")
 def host_state(state) -> str:
     """nvidia-smi-like header, one row per GPU, then per-GPU problems and warnings."""
     lines = [_header(state)]
@@ -50,7 +49,7 @@ def _gpu_row(g) -> tuple[str, ...]:
 
 
 def host_line(host) -> str:
-    from ..host.compat import probed_driver
+    from ...host.compat import probed_driver
 
     if host.usable_gpus:
         names = ", ".join(f"{g.index}: {g.name} (cc {g.compute_capability})" for g in host.usable_gpus)
@@ -63,7 +62,6 @@ def host_line(host) -> str:
 
 # -- compat -----------------------------------------------------------------------------------
 
-@text("envcheck.usecases.compat:CompatResult")
 def compat(result) -> str:
     build, host, source, verdict = result.build, result.host, result.source, result.verdict
     if build.gpu_capable:
@@ -94,7 +92,6 @@ def ranking_lines(selection, indent: str = "  ") -> list[str]:
     return table(rows, indent)
 
 
-@text("envcheck.usecases.selection:Selection")
 def selection(result) -> str:
     """The ranking on stdout when there is an answer; without one, stdout stays empty (a script
     reading it gets nothing) and the ranking goes to stderr with the warning, as context."""
@@ -105,7 +102,6 @@ def selection(result) -> str:
     return "\n".join(lines), "\n".join(warning)
 
 
-@text("envcheck.usecases.gate:GateResult")
 def gate(result) -> str:
     source = f"stored validation, {result.age_s:.0f} s old" if result.cached else "checked now"
     state = colour("ready" if result.ready else "NOT READY")
@@ -145,14 +141,12 @@ def report_lines(report) -> list[str]:
     return lines
 
 
-@text("envcheck.usecases.validate_envs:ValidationRun")
 def validation(run) -> str:
     return "\n\n".join("\n".join(report_lines(r)) for r in run.reports)
 
 
 # -- provision, doctor ------------------------------------------------------------------------
 
-@text("envcheck.usecases.provision:ProvisionResult")
 def provision(result) -> str:
     rows = [("ENV", "ACTION", "VERDICT", "REASON")]
     rows += [(o.name, o.action, o.verdict or "-", o.reason) for o in result.envs]
@@ -167,7 +161,6 @@ def provision(result) -> str:
     return "\n".join(lines)
 
 
-@text("envcheck.usecases.doctor:Diagnosis")
 def doctor(result: Any) -> str:
     lines = [f"host: {host_line(result.host)}"]
     lines += [f"  warning: {w}" for w in result.host.warnings]
@@ -181,9 +174,8 @@ def doctor(result: Any) -> str:
 
 # -- presets, envs ----------------------------------------------------------------------------
 
-@text("envcheck.usecases.catalogue:PresetListing")
 def preset_listing(result) -> str:
-    from ..envs.presets import specifier_text
+    from ...envs.presets import specifier_text
 
     rows = [("NAME", "KIND", "FRAMEWORK", "PYTHON", "TITLE")]
     rows += [(p.name + ("*" if p.origin == "user" else ""), p.kind, p.framework,
@@ -194,9 +186,8 @@ def preset_listing(result) -> str:
     return "\n".join(lines)
 
 
-@text("envcheck.usecases.catalogue:PresetDetail")
 def preset_detail(result) -> str:
-    from ..envs.presets import specifier_text
+    from ...envs.presets import specifier_text
 
     preset = result.preset
     fields = [("name", preset.name), ("title", preset.title), ("kind", preset.kind),
@@ -214,7 +205,6 @@ def preset_detail(result) -> str:
 
 # -- diagnosis --------------------------------------------------------------------------------
 
-@text("envcheck.validation.diagnose:Diagnosis")
 def diagnosis(result) -> str:
     where = "stdin" if result.source == "-" else result.source
     lines = f"{result.lines_read} line{'s' * (result.lines_read != 1)}"
@@ -238,7 +228,6 @@ def render_finding(finding, n: int) -> str:
     return "\n".join(lines)
 
 
-@text("envcheck.usecases.catalogue:EnvListing")
 def env_listing(result) -> str:
     if not result.envs:
         return f"no envs yet; {result.hint}"
@@ -249,14 +238,13 @@ def env_listing(result) -> str:
     return "\n".join(table(rows, last_free=False))
 
 
-@text("envcheck.usecases.catalogue:EnvDetail")
 def env_detail(result) -> str:
     info = result.env
     if result.created:
         created = (f"created env {info.name} ({len(info.packages)} packages, python "
                    f"{info.manifest['python']['version']}, {info.manifest['installer']}) at {info.path}")
         if result.kernel is not None:
-            from .views_kernel import kernel_installed
+            from .kernel import kernel_installed
 
             created = f"{created}\n{kernel_installed(result.kernel)}"
         return created, "\n".join(f"warning: {w}" for w in result.warnings)
