@@ -8,10 +8,10 @@ A parser raises ``UsageError`` (exit 2, one line with its fix) for a bad value.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .. import frameworks
 from ..errors import UsageError
 from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
 from ..validation import DEFAULT_TIMEOUT
@@ -58,14 +58,25 @@ def count(text: str | int) -> int:
 
 
 def framework_name(text: str) -> str:
+    from .. import frameworks  # on use: the registry's modules import packaging
+
     return frameworks.get(text.strip().lower()).name  # an unknown one: UsageError listing the known
+
+
+def _framework_folders() -> list[str]:
+    """The registry's frameworks for help texts, without importing it (every command reads
+    these declarations, and the registry's modules import packaging, which `envcheck gpu`
+    must not pay for): the folders of ``envcheck/frameworks`` that are packages."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frameworks")
+    return sorted(e.name for e in os.scandir(root)
+                  if e.is_dir() and os.path.isfile(os.path.join(e.path, "__init__.py")))
 
 
 JSON = Option("--json", "as_json", "print the result as a versioned JSON document", False, is_flag=True)
 ENV = Option("--env", "env_name", "the env; auto = the one `envcheck select` picks", "auto", str,
              "NAME|auto", show_default=True)
 FRAMEWORK = Option("--framework", "framework", "choose among envs of this framework only "
-                   f"({', '.join(frameworks.names())})", None, framework_name, "NAME")
+                   f"({', '.join(_framework_folders())})", None, framework_name, "NAME")
 AUTO_FRAMEWORK = replace(FRAMEWORK, help="with --auto: the presets of this framework only "
                          "(default: every framework's)")
 REQUIRE_GPU = Option("--require-gpu", "require_gpu",
