@@ -15,6 +15,8 @@ Targets: `check --env NAME` <= 100 ms median, and >= 30x faster than
 `ENV/bin/python -c "import tensorflow as tf; tf.config.list_physical_devices('GPU')"`.
 `check --env auto` (selection involved) is reported separately. Issue 9 point 5: `check --env NAME`
 <= 2x `python -c pass` of the same interpreter (the one the console script runs under).
+Beside it, `python -c 'import re, json'`: what the generated console script (`import re`) and a
+JSON answer cost before any of envcheck's code runs (issue 18 point 3).
 
 Besides wall time, each run's CPU time (user + system, from RUSAGE_CHILDREN) is recorded:
 on a shared, loaded machine it moves far less than wall time.
@@ -76,11 +78,15 @@ def main() -> None:
     check_name = f"envcheck check --env {args.env} --json"
     auto_name = "envcheck check --env auto --json"
     pass_name = "python -c pass (envcheck's interpreter)"
+    # what any console script that answers in JSON pays before envcheck's own code: pip's and
+    # uv's generated script imports re, and the answer is read and printed with json
+    floor_name = "python -c 'import re, json' (the console script's and JSON's floor)"
     tf_name = "tf python -c \"import tensorflow as tf; tf.config.list_physical_devices('GPU')\""
     commands = {
         check_name: envcheck + ["check", "--env", args.env, "--json"],
         auto_name: envcheck + ["check", "--env", "auto", "--json"],
         pass_name: [sys.executable, "-c", "pass"],
+        floor_name: [sys.executable, "-c", "import re, json"],
         tf_name: [tf_python, "-c", TF_CODE],
     }
     load_before = os.getloadavg()[0]
@@ -104,6 +110,8 @@ def main() -> None:
           f"(target >= {TARGET_RATIO:.0f}x: {'met' if ratio_tf >= TARGET_RATIO else 'MISSED'})")
     print(f"- check / `python -c pass` (same interpreter): {ratio_pass:.2f}x "
           f"(target <= {TARGET_PASS_RATIO:.0f}x: {'met' if ratio_pass <= TARGET_PASS_RATIO else 'MISSED'})")
+    print(f"- `python -c 'import re, json'` / `python -c pass`: {medians[floor_name] / medians[pass_name]:.2f}x "
+          f"(envcheck's own part: {medians[check_name] - medians[floor_name]:.1f} ms)")
     print(f"- `check --env auto`: median {medians[auto_name]:.0f} ms "
           f"({medians[auto_name] / medians[check_name]:.2f}x `check --env {args.env}`)")
 
@@ -121,6 +129,7 @@ def main() -> None:
         "median_cpu_ms": {name: round(statistics.median(v), 2) for name, v in cpu.items()},
         "ratio_tf_over_check": round(ratio_tf, 2),
         "ratio_check_over_pass": round(ratio_pass, 3),
+        "ratio_floor_over_pass": round(medians[floor_name] / medians[pass_name], 3),
         "ratio_auto_over_check": round(medians[auto_name] / medians[check_name], 3),
         "targets": {"check_median_ms": TARGET_MS, "tf_over_check": TARGET_RATIO,
                     "check_over_pass": TARGET_PASS_RATIO},
