@@ -24,6 +24,7 @@ import pytest
 
 from conftest import Result, clean_env
 from fake_nvml import A100, T4
+from loopback import holding_server
 from ray_cluster import RayCluster, envcheck_of_version, free_port, python_without_envcheck
 from wheelhouse import build_wheel, offline
 
@@ -475,26 +476,8 @@ def silent_socket():
 def mute_grpc():
     """A loopback server that opens HTTP/2 as a gRPC server does (its SETTINGS frame), then
     never answers a call: what a gRPC server other than Ray's may look like to Ray."""
-    server = socket.socket()
-    server.bind(("127.0.0.2", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:  # closed: the test is over
-                return
-            held.append(conn)
-            conn.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-
-    threading.Thread(target=serve, daemon=True).start()
-    yield f"127.0.0.2:{server.getsockname()[1]}"
-    server.shutdown(socket.SHUT_RDWR)
-    server.close()
-    for conn in held:
-        conn.close()
+    with holding_server("127.0.0.2", lambda conn: conn.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")) as port:
+        yield f"127.0.0.2:{port}"
 
 
 @pytest.mark.parametrize(("server", "said"), [

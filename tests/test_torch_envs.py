@@ -21,6 +21,7 @@ import pytest
 
 from conftest import Result, clean_env
 from fake_nvml import A100, T4, FakeNvml
+from loopback import holding_server
 from test_select import envcheck, make_env
 from wheelhouse import offline
 
@@ -614,26 +615,8 @@ def test_unsatisfiable_with_an_unreachable_index_names_it_in_the_fix(cli, home, 
 @pytest.fixture
 def hanging_index():
     """An index on loopback that takes each request and never answers it (a stuck mirror)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-
-    def hold() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:  # closed: the test is over
-                return
-            held.append(conn)
-            conn.recv(65536)  # the request, read and never answered
-
-    threading.Thread(target=hold, daemon=True).start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
-    server.shutdown(socket.SHUT_RDWR)
-    server.close()
-    for conn in held:
-        conn.close()
+    with holding_server("127.0.0.1", lambda conn: conn.recv(65536)) as port:  # read, never answered
+        yield f"http://127.0.0.1:{port}/simple"
 
 
 @pytest.mark.parametrize("option", ["--index-url", "--extra-index-url"])

@@ -41,6 +41,16 @@ class _Task:
         return _elapsed(time.monotonic() - self.started)
 
 
+def _say(stream: IO[str], text: str) -> None:
+    """One ``envcheck:`` line on ``stream``, flushed; a closed or broken stream is let be (the
+    work goes on)."""
+    try:
+        stream.write(f"envcheck: {text}\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
 class Notices(Progress):
     """The session's observer (``Session(observer=...)``): each notice one ``envcheck:`` line
     on stderr, with or without ``-q`` (a rolled-back install must not go unsaid), through
@@ -50,11 +60,7 @@ class Notices(Progress):
     def notice(self, line: str) -> None:
         from .render import safe
 
-        try:
-            sys.stderr.write(f"envcheck: {safe(line)}\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):  # a closed or broken stderr: the work goes on
-            pass
+        _say(sys.stderr, safe(line))
 
 
 class PlainView(Progress):
@@ -65,11 +71,7 @@ class PlainView(Progress):
         self.task: _Task | None = None
 
     def _line(self, text: str) -> None:
-        try:
-            self.stream.write(f"envcheck: {text}\n")
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed or broken stderr: the work goes on
-            pass
+        _say(self.stream, text)
 
     def start(self, subject: str, title: str, log: Path | str | None = None) -> None:
         self.task = _Task(subject, log)

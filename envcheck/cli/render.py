@@ -58,7 +58,7 @@ def emit(result: object, form: str = "text") -> int:
 def safe(text: str) -> str:
     """``text`` with every control character but newline and tab shown as a visible escape
     (ESC as ``\\x1b``), and every lone surrogate too: one from a byte that wasn't UTF-8
-    (``surrogateescape``) as that byte (``\\xff``), any other as ``\\udXXX``. Safe to apply twice."""
+    (``surrogateescape``) as that byte (``\\xff``), any other as its code point (``\\ud800``). Safe to apply twice."""
     parts = re.split(_MARKED, text)  # text, colour code, text, ...
     for i in range(0, len(parts), 2):
         parts[i] = re.sub(_UNSAFE, _escaped, parts[i])
