@@ -1,7 +1,10 @@
 """What a framework module declares, and the build facts it reads from installed metadata."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -152,7 +155,7 @@ class Framework:
     name: str  # registry key, the value of --framework
     title: str
     distributions: tuple[str, ...]  # canonical names; the first is the one to suggest installing
-    table: str | None  # key of its release table in compat.json (None: no build facts)
+    table: str | None  # key of its release table in compat.json (None: no build facts there)
     # (dist, version, shown, local, the env's other packages {canonical name: version})
     read_build: Callable[[str, Version, str, str | None, Mapping[str, str]], Build | None]
     # The data-parallel strategy the multi-device smoke uses: its name, then how, after a comma.
@@ -173,19 +176,40 @@ class Framework:
     cpu_presets: tuple[str, ...] = ()  # presets to suggest, best first
     gpu_presets: tuple[str, ...] = ()
     gpu_block: Callable[[Build, str], GpuBlock | None] = lambda build, os: None
+    # A JSON file of its own (``facts.json`` in its folder: ``folder_facts(__file__)``) holding
+    # its release table, in place of compat.json's ``table``: a new framework's facts live in
+    # its folder, not in envcheck/data.
+    facts_file: str | None = None
 
     @property
     def strategy(self) -> str:
         """The multi-device strategy's name alone ("DistributedDataParallel")."""
         return self.multi_device.split(",")[0]
 
-    def releases(self) -> list[str]:
-        """Release keys ("2.15") of its compat table, newest first."""
+    def facts(self) -> dict[str, Any] | None:
+        """Its build table (``releases`` and what its ``read_build`` reads): its own
+        ``facts_file`` if it has one, else compat.json's ``table``; None: no build facts."""
         from ..data import compat_facts
 
-        if self.table is None:
-            return []
-        return sorted(compat_facts()[self.table]["releases"], key=Version, reverse=True)
+        if self.facts_file is not None:
+            return _json_file(self.facts_file)
+        return compat_facts()[self.table] if self.table is not None else None
+
+    def releases(self) -> list[str]:
+        """Release keys ("2.15") of its compat table, newest first."""
+        facts = self.facts()
+        return [] if facts is None else sorted(facts["releases"], key=Version, reverse=True)
+
+
+def folder_facts(module_file: str) -> str:
+    """The ``facts.json`` beside a framework's ``__init__.py`` (``module_file``)."""
+    return str(Path(module_file).with_name("facts.json"))
+
+
+@lru_cache(maxsize=None)
+def _json_file(path: str) -> dict[str, Any]:
+    """A facts file, parsed once per process."""
+    return json.loads(Path(path).read_text("utf-8"))
 
 
 def no_build(dist: str, version: Version, shown: str, local: str | None,
