@@ -43,7 +43,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 # --- built-ins ---------------------------------------------------------------------------
 
-BUILTINS = ["pytorch-cpu", "pytorch-cuda11", "pytorch-cuda12", "tensorflow-cpu", "tensorflow-gpu-cuda11-wheels",
+BUILTINS = ["jax-cpu", "jax-cuda12", "pytorch-cpu", "pytorch-cuda11", "pytorch-cuda12", "tensorflow-cpu", "tensorflow-gpu-cuda11-wheels",
             "tensorflow-gpu-cuda11.2", "tensorflow-gpu-cuda12"]
 
 

@@ -1,5 +1,5 @@
-"""The smoke fit on Keras, shared by the backends that train through it (``tensorflow/smoke.py``:
-tf.keras; ``jax/smoke.py``: Keras 3 on JAX). Loaded by path by those backends inside the
+"""The smoke fit on Keras, for the backends that train through it (``tensorflow/smoke.py``:
+tf.keras; a Keras 3 backend of another framework could too). Loaded by path by those backends inside the
 env's interpreter, never imported by envcheck: standard library and Keras only, Python 3.7.
 
 Per device: memory growth is turned on before anything initialises (by the backend), a

@@ -1,32 +1,80 @@
-"""JAX's smoke backend (Keras 3 on JAX), loaded by path by envcheck's smoke runner inside the
-env's interpreter: standard library, Keras and JAX only, Python 3.7.
+"""JAX's smoke backend (pure JAX: no Keras, no Flax, no Optax), loaded by path by envcheck's
+smoke runner inside the env's interpreter: standard library, numpy and JAX only (an env of
+just jax + jaxlib), Python 3.7 syntax.
 
-Per device: the Keras fit of ``keras_fit.py`` under ``keras.device``, with JAX's
-preallocation off; CPUs split into logical devices by XLA_FLAGS. Multi-replica:
-keras.distribution.DataParallel over the devices, the global batch = batch x replicas.
+Per device: the runner's model (8 features -> 32 -> 1, ReLU), MSE, a hand-written Adam
+(lr 0.01, the usual betas and epsilon) as one ``jax.jit`` train step. The step is compiled
+ahead of time (``lower().compile()``, untimed) for the device's committed arrays, then run
+for ``steps`` batches, each timed until its results are ready (``block_until_ready``);
+ms_per_step is the median of the steps after the first. placed_on is read from the output's
+and the weights' ``Array.devices()``. JAX's GPU preallocation is off (memory growth); CPUs
+are split into logical devices by ``XLA_FLAGS=--xla_force_host_platform_device_count``.
+
+Multi-replica: data parallel in one process, the modern JAX way: ``jax.jit`` over a
+``Mesh`` of the devices, the batch sharded along it (``NamedSharding(mesh, P("data"))``),
+the weights and Adam's state replicated (``P()``); XLA inserts the gradient all-reduce. The
+global batch is batch x replicas; after the fit every replica's copy of every weight must
+agree (``multi_verdict``).
 """
 import os
+import time
 
 import envcheck_smoke as kit
 
-keras_fit = kit.load_file(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                        "keras_fit.py"), "envcheck_smoke_keras")
-
-NEEDS = ("keras", "jax")
+NEEDS = ("jax", "jaxlib")
+LEARNING_RATE, BETA1, BETA2, EPSILON = 0.01, 0.9, 0.999, 1e-8
+HOW = "jax.jit over a Mesh of %d devices, batch sharded (P('data')), weights replicated"
 
 
 def start(job):
-    return KerasJax(job)
+    return Jax(job)
 
 
-class KerasJax(keras_fit.Backend):
-    """Keras 3 on JAX."""
+def init_params(np, seed):
+    """PyTorch's Linear initialisation (uniform +-1/sqrt(fan_in)), from the job's seed."""
+    rng = np.random.RandomState(seed)
+
+    def uniform(shape, fan_in):
+        bound = 1.0 / fan_in ** 0.5
+        return rng.uniform(-bound, bound, size=shape).astype("float32")
+
+    return {"w1": uniform((kit.FEATURES, 32), kit.FEATURES), "b1": uniform((32,), kit.FEATURES),
+            "w2": uniform((32, 1), 32), "b2": uniform((1,), 32)}
+
+
+def make_functions(jax):
+    """(predict, train_step), jitted; train_step(params, m, v, t, x, y) -> (params, m, v, t,
+    loss) is one Adam step on the MSE of the batch."""
+    jnp = jax.numpy
+    tree_map = jax.tree_util.tree_map
+
+    def predict(params, x):
+        hidden = jnp.maximum(jnp.dot(x, params["w1"]) + params["b1"], 0.0)
+        return jnp.dot(hidden, params["w2"]) + params["b2"]
+
+    def loss_fn(params, x, y):
+        return jnp.mean((predict(params, x) - y) ** 2)
+
+    def train_step(params, m, v, t, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        t = t + 1.0
+        m = tree_map(lambda m_, g: BETA1 * m_ + (1.0 - BETA1) * g, m, grads)
+        v = tree_map(lambda v_, g: BETA2 * v_ + (1.0 - BETA2) * g * g, v, grads)
+        m_scale, v_scale = 1.0 / (1.0 - BETA1 ** t), 1.0 / (1.0 - BETA2 ** t)
+        params = tree_map(lambda p, m_, v_: p - LEARNING_RATE * (m_ * m_scale)
+                          / (jnp.sqrt(v_ * v_scale) + EPSILON), params, m, v)
+        return params, m, v, t, loss
+
+    return jax.jit(predict), jax.jit(train_step)
+
+
+class Jax(object):
+    """Pure JAX: a jitted fit per device, a jitted data-parallel fit over a device Mesh."""
 
     name = "jax"
 
     def __init__(self, job):
-        keras_fit.Backend.__init__(self, job)
-        os.environ["KERAS_BACKEND"] = "jax"
+        self.job = job
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # memory growth
         logical = kit.cpu_count_asked(job)
         if logical > 1:
@@ -34,79 +82,127 @@ class KerasJax(keras_fit.Backend):
             os.environ["XLA_FLAGS"] = (
                 flags + " --xla_force_host_platform_device_count=%d" % logical).strip()
         import jax
-        import keras
+        import numpy
 
-        self.jax = jax
-        self.keras = keras
-        if keras.backend.backend() != "jax":
-            raise ImportError("keras runs on %s, not jax" % keras.backend.backend())
+        self.jax, self.np = jax, numpy
+        self.predict, self.train_step = make_functions(jax)
+        self.gpus_seen = len(self.devices("gpu"))
 
-    @property
-    def gpus_seen(self):
+    def devices(self, kind):
         try:
-            return len(self.jax.devices("gpu"))
-        except RuntimeError:
-            return 0
+            return self.jax.devices(kind)
+        except RuntimeError:  # no backend of that kind (a CPU-only jaxlib asked for "gpu")
+            return []
 
     def build(self):
         import jaxlib
 
-        return {"framework": "jax", "version": self.jax.__version__,
-                "keras_version": self.keras.__version__,
-                "keras_backend": self.keras.backend.backend(),
-                "jaxlib_version": getattr(jaxlib, "__version__", None),
-                "default_backend": self.jax.default_backend()}
-
-    def check_visible(self, device):
-        kind, index = device.split(":")
+        jax = self.jax
+        facts = {"framework": "jax", "version": jax.__version__,
+                 "jaxlib_version": getattr(jaxlib, "__version__", None),
+                 "default_backend": jax.default_backend(),
+                 "devices": ["%s:%d" % (d.platform, d.id) for d in jax.devices()]}
         try:
-            seen = len(self.jax.devices(kind))
-        except RuntimeError:
-            seen = 0
-        if int(index) >= seen:
+            import jax_cuda12_plugin  # noqa: F401 (its presence is the fact)
+            facts["cuda_plugin"] = "jax_cuda12_plugin"
+        except ImportError:
+            facts["cuda_plugin"] = None
+        return facts
+
+    def device(self, name):
+        kind, index = name.split(":")
+        found = self.devices(kind)
+        if int(index) >= len(found):
             raise RuntimeError("%s is not visible to jax (it sees %d %s device(s))"
-                               % (device, seen, kind))
+                               % (name, len(found), kind))
+        return found[int(index)]
 
-    def scope(self, device):
-        return self.keras.device(device)
+    def check_visible(self, name):
+        self.device(name)
 
-    def numpy(self, tensor):
-        return self.keras.ops.convert_to_numpy(tensor)
+    def where(self, array):
+        return ",".join(sorted(kit.normalise(d.platform, d.id) for d in array.devices()))
 
-    def device_of(self, thing):
-        value = getattr(thing, "value", thing)
-        found = sorted("%s:%d" % (d.platform, d.id) for d in value.devices())
-        return ",".join(kit.normalise(*f.split(":")) for f in found)
+    def fit(self, params, batches, probe, put, on_step=None):
+        """Adam from ``params`` over ``batches`` (arrays already placed); the loss on
+        ``probe`` before and after; the trained params, the output on the probe, the ms."""
+        np, jax = self.np, self.jax
+        m = jax.tree_util.tree_map(lambda p: put(np.zeros(p.shape, "float32")), params)
+        v = jax.tree_util.tree_map(lambda p: put(np.zeros(p.shape, "float32")), params)
+        t = put(np.zeros((), "float32"))
+        loss_first = kit.mse(np.asarray(self.predict(params, probe[0])), probe[1])
+        step = self.train_step.lower(params, m, v, t, *batches[0]).compile()
+        times = []
+        for number, (x, y) in enumerate(batches, 1):
+            started = time.perf_counter()
+            params, m, v, t, loss = step(params, m, v, t, x, y)
+            loss.block_until_ready()
+            jax.block_until_ready(params)
+            times.append(time.perf_counter() - started)
+            if on_step is not None:
+                on_step(number)
+        out = self.predict(params, probe[0])
+        loss_last = kit.mse(np.asarray(out), probe[1])
+        return params, out, loss_first, loss_last, kit.median(times[1:]) * 1000.0
 
-    def multi_replica(self, devices, baseline_ms):
-        keras = self.keras
-        job = self.job
-        for device in devices:
-            self.check_visible(device)
-        distribution = keras.distribution.DataParallel(devices=devices)
-        replicas = len(distribution.device_mesh.devices.flatten())
+    def run_device(self, name):
+        jax, job = self.jax, self.job
+        target = self.device(name)
+        batch = job["batch"]
+        x, y = kit.make_data(job["seed"], job["steps"] * batch)
+
+        def put(value):
+            return jax.device_put(value, target)
+
+        batches = [(put(x[i * batch:(i + 1) * batch]), put(y[i * batch:(i + 1) * batch]))
+                   for i in range(job["steps"])]
+        params = jax.tree_util.tree_map(put, init_params(self.np, job["seed"]))
+        params, out, loss_first, loss_last, ms = self.fit(params, batches, (batches[0][0], y[:batch]), put)
+        placed, weights = self.where(out), self.where(params["w1"])
+        result = {"device": name, "status": "pass", "ms_per_step": round(ms, 3),
+                  "loss_first": loss_first, "loss_last": loss_last, "placed_on": placed,
+                  "error": None}
+        problems = []
+        if not loss_last < loss_first:
+            problems.append("loss did not fall (%.6g -> %.6g)" % (loss_first, loss_last))
+        if placed != name or weights != name:
+            problems.append("ran on %s (weights on %s), not on %s" % (placed, weights, name))
+        if problems:
+            result.update(status="fail", error="; ".join(problems))
+        return result
+
+    def multi_replica(self, names, baseline_ms):
+        jax, np, job = self.jax, self.np, self.job
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        kinds = sorted(set(n.split(":")[0] for n in names))
+        if len(kinds) > 1:
+            raise RuntimeError("the multi-device check runs on CPUs or on GPUs, not both: "
+                               + ", ".join(names))
+        mesh = Mesh(np.array([self.device(n) for n in names]), ("data",))
+        split, replicated = NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
+        replicas = mesh.devices.size
         per_replica = job["batch"]
-        global_batch = per_replica * replicas
-        x, y = kit.make_data(job["seed"], job["steps"] * global_batch)
-        probe_x, probe_y = x[:global_batch], y[:global_batch]
-        keras.distribution.set_distribution(distribution)
-        try:
-            model = self.make_model()
-            loss_first = kit.mse(model.predict(probe_x, verbose=0), probe_y)
-            callback, times = self.timer()
-            model.fit(x, y, batch_size=global_batch, epochs=1, shuffle=False, verbose=0,
-                      callbacks=[callback])
-            loss_last = kit.mse(model.predict(probe_x, verbose=0), probe_y)
-            batch = keras.distribution.distribute_tensor(
-                probe_x, distribution.get_data_layout(probe_x.shape))
-            sizes = sorted(int(s.data.shape[0]) for s in batch.addressable_shards)
-            disagree = []
-            for weight in model.weights:
-                shards = [self.numpy(s.data) for s in weight.value.addressable_shards]
-                if len(shards) != replicas or any(abs(s - shards[0]).max() > 1e-5 for s in shards):
-                    disagree.append(weight.name)
-        finally:
-            keras.distribution.set_distribution(None)
-        ms = kit.median(times[1:]) * 1000.0 if len(times) > 1 else None
-        return kit.multi_verdict(devices, replicas, per_replica, sizes, loss_first, loss_last,
-                                 disagree, ms, baseline_ms)
+        width = per_replica * replicas
+        x, y = kit.make_data(job["seed"], job["steps"] * width)
+        batches = [(jax.device_put(x[i * width:(i + 1) * width], split),
+                    jax.device_put(y[i * width:(i + 1) * width], split))
+                   for i in range(job["steps"])]
+
+        def put(value):
+            return jax.device_put(value, replicated)
+
+        params = jax.tree_util.tree_map(put, init_params(np, job["seed"]))
+        params, out, loss_first, loss_last, ms = self.fit(
+            params, batches, (batches[0][0], y[:width]), put)
+        sizes = sorted(int(s.data.shape[0]) for s in batches[0][0].addressable_shards)
+        problems, disagree = [], []
+        on = sorted(set(kit.normalise(d.platform, d.id) for d in batches[0][0].devices()))
+        if on != sorted(names):
+            problems.append("the batch was placed on %s, not on %s" % (on, sorted(names)))
+        for key in sorted(params):
+            shards = [np.asarray(s.data) for s in params[key].addressable_shards]
+            if len(shards) != replicas or any(not np.allclose(s, shards[0], atol=1e-5) for s in shards):
+                disagree.append(key)
+        return kit.multi_verdict(names, replicas, per_replica, sizes, loss_first, loss_last,
+                                 disagree, ms, baseline_ms, problems, HOW % replicas)
