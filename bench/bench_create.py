@@ -78,7 +78,7 @@ def preset_requirements() -> list[str]:
 def index_args() -> tuple[list[str], bool]:
     """The index options envcheck derives from the user's pip configuration (same code path)."""
     sys.path.insert(0, str(REPO))
-    from envcheck.envs.installers import settings_from_pip_config
+    from envcheck.envs.indexes import settings_from_pip_config
 
     settings = settings_from_pip_config()
     return settings.args(), bool(settings.extra_index_urls and not settings.no_index)

@@ -3,31 +3,10 @@ runner, and the command of ``envcheck run``. Nothing else in envcheck calls ``su
 
 Every child gets:
 
-- a known environment: ``clean_environ`` drops ``STRIPPED`` (what would make an interpreter
-  load foreign code or an installer act on another env): what installers and interpreter
-  probes get. Anything started in an env, or for one, gets ``child_environ(env, gpus=…,
-  framework=…, purpose=…)``, the one place that decides what is added, by purpose:
-
-  ========  =========================================================================
-  purpose   what is added to the clean base (``base``, default ``os.environ``)
-  ========  =========================================================================
-  run       the env (``VIRTUAL_ENV``, its bin folder first on ``PATH``, its CUDA wheels'
-            library folders first on ``LD_LIBRARY_PATH``); ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
-            (GPUs numbered as NVML numbers them); ``CUDA_VISIBLE_DEVICES`` from ``gpus``
-            (None: left as the caller has it); the framework's run variables (the
-            registry's ``run_environ``) unless the caller set them
-  kernel    the same, as a Jupyter kernelspec's ``env``: only what differs from the
-            server's environment (``${PATH}``, ``${LD_LIBRARY_PATH}`` refer to it), and the
-            stripped ``PYTHON*`` variables set empty, which Python reads as unset
-  smoke     the env (when there is one), the GPU order, ``PYTHONNOUSERSITE=1``,
-            ``PYTHONUNBUFFERED=1`` and every framework's smoke variables as defaults
-            (``smoke_environ``: a framework's C++ logs kept off the runner's stderr)
-  probe     the env (when there is one): a library loads as it will for the framework
-  fleet     nothing: a node's envcheck gets the node's environment, cleaned
-  ========  =========================================================================
-
-  ``extra`` is laid over ``base`` first (a caller's own variables: a framework's scratch folder, batch
-  sizes, a fleet's forwarded secrets), so it counts as set by the caller;
+- a known environment, from ``child_env``: ``clean_environ`` for installers and interpreter
+  probes, ``child_environ(env, gpus=…, framework=…, purpose=…)`` for anything started in an
+  env or for one (its purpose, run, kernel, smoke, probe or fleet, decides what is added).
+  Those names are re-exported here: whoever starts a child hands it one of them;
 - its own session and process group, so a Ctrl-C at the terminal reaches envcheck alone,
   and stopping the child (``Child.stop``: SIGTERM, ``grace`` seconds, SIGKILL) stops all it
   started;
@@ -88,18 +67,14 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from ._guard import Interrupted, Interrupts, end_at_first_interrupt, exit_quietly, on_interrupt, reset_signals
+from .child_env import (PCI_ORDER, PURPOSES, STRIPPED, child_environ, clean_environ, env_environ, venv_of,
+                        wheel_library_dirs)
 
 __all__ = ["PCI_ORDER", "PURPOSES", "STRIPPED", "Child", "Completed", "Interrupted", "child_environ",
            "clean_environ", "end_at_first_interrupt", "env_environ", "exit_quietly", "venv_of",
            "wheel_library_dirs", "reset_signals", "run", "signals_interrupt", "start", "started",
            "stop_all", "temporary_directory"]
 
-STRIPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT",
-            "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
-PCI_ORDER = "PCI_BUS_ID"  # the CUDA_DEVICE_ORDER envcheck sets: CUDA numbers GPUs as NVML does
-PURPOSES = ("run", "kernel", "smoke", "probe", "fleet")  # see child_environ
-_GPU_PURPOSES = ("run", "kernel", "smoke")  # those that get the GPU order (and may be given GPUs)
-_KERNEL_SERVER = {"PATH": "${PATH}", "LD_LIBRARY_PATH": "${LD_LIBRARY_PATH}"}  # Jupyter expands them
 GRACE_S = 2.0  # from SIGTERM to SIGKILL
 GUARD_SLACK_S = 2.0  # what the guard may take beyond the grace to kill and reap its tree
 POLL_S = 0.02
@@ -108,113 +83,6 @@ TimeoutExpired = subprocess.TimeoutExpired
 _GUARDED = sys.platform.startswith("linux")
 _GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_guard.py")
 _SCRATCH: list[str] = []  # open temporary_directory folders, for the guards to remove
-
-
-# -- the environment -------------------------------------------------------------------------
-
-def clean_environ(extra: Mapping[str, str] | None = None,
-                  base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default ``os.environ``) with ``extra`` laid over, without ``STRIPPED``."""
-    env = dict(os.environ if base is None else base)
-    env.update(extra or {})
-    for name in STRIPPED:
-        env.pop(name, None)
-    return env
-
-
-def env_environ(env_dir: Path | str, base: Mapping[str, str] | None = None,
-                extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """For a command run in the env ``env_dir``: clean, ``VIRTUAL_ENV`` and its bin first on
-    PATH, and the library folders of its CUDA wheels first on ``LD_LIBRARY_PATH``."""
-    env = clean_environ(extra, base)
-    bin_dir = Path(env_dir) / ("Scripts" if os.name == "nt" else "bin")
-    env["VIRTUAL_ENV"] = str(env_dir)
-    env["PATH"] = os.pathsep.join(p for p in (str(bin_dir), env.get("PATH", "")) if p)
-    libraries = wheel_library_dirs(env_dir)
-    if libraries:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(libraries + [p for p in env.get(
-            "LD_LIBRARY_PATH", "").split(os.pathsep) if p and p not in libraries])
-    return env
-
-
-def child_environ(env: Path | str | None = None, *, gpus: Sequence[int] | None = None,
-                  framework: str | None = None, purpose: str = "run",
-                  base: Mapping[str, str] | None = None,
-                  extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a child started in the env folder ``env`` (None: in no env) for
-    ``purpose`` (see the module docstring): ``gpus``, NVML indices to show (None: leave
-    ``CUDA_VISIBLE_DEVICES`` as it is); ``framework``, the env's framework as the registry
-    names it, with its installed version when known (``"NAME==2.4.0+cu118"``, ``"NAME"``);
-    ``base``, the caller's environment (default ``os.environ``; for a kernel, the Jupyter
-    server's, referred to by ``${NAME}``); ``extra``, laid over ``base``."""
-    if purpose not in PURPOSES:
-        raise ValueError(f"unknown purpose {purpose!r}: one of {', '.join(PURPOSES)}")
-    if gpus is not None and purpose not in _GPU_PURPOSES:
-        raise ValueError(f"a {purpose} child is given no GPUs")
-    if base is None:
-        base = _KERNEL_SERVER if purpose == "kernel" else os.environ
-    given = {**base, **(extra or {})}  # what the caller set: the framework's defaults yield to it
-    environ = env_environ(env, base, extra) if env is not None else clean_environ(extra, base)
-    if purpose == "kernel":
-        environ = {name: value for name, value in environ.items() if base.get(name) != value}
-        environ.update({name: "" for name in STRIPPED if name.startswith("PYTHON")})
-    if purpose in _GPU_PURPOSES:
-        environ["CUDA_DEVICE_ORDER"] = PCI_ORDER
-        if gpus is not None:
-            environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
-    if purpose in ("run", "kernel") and framework:
-        for name, value in _framework_variables(framework).items():
-            if name not in given:
-                environ[name] = value
-    if purpose == "smoke":
-        environ["PYTHONNOUSERSITE"] = "1"
-        environ["PYTHONUNBUFFERED"] = "1"
-        for name, value in _smoke_variables().items():
-            environ.setdefault(name, value)
-    return environ
-
-
-def _framework_variables(framework: str) -> dict[str, str]:
-    """The registry's run variables of ``framework`` ("name" or "name==version")."""
-    from packaging.version import InvalidVersion, Version
-
-    from . import frameworks  # here, not at the top: frameworks imports envs, which imports this
-
-    name, _, version = framework.partition("==")
-    try:
-        parsed = Version(version) if version else None
-    except InvalidVersion:
-        parsed = None
-    return dict(frameworks.get(name).run_environ(parsed))
-
-
-def _smoke_variables() -> dict[str, str]:
-    """Every framework's smoke variables: the runner's backend may import any of them (a
-    library of one framework in an env of another, say), and reads their stderr."""
-    from . import frameworks
-
-    variables: dict[str, str] = {}
-    for framework in frameworks.registry().values():
-        for name, value in framework.smoke_environ.items():
-            variables.setdefault(name, value)
-    return variables
-
-
-def venv_of(python: Path | str) -> Path | None:
-    """The virtualenv whose interpreter ``python`` (``ENV/bin/python``) is; None when it is
-    none's (a system or a bare interpreter)."""
-    prefix = Path(python).parent.parent
-    return prefix if (prefix / "pyvenv.cfg").is_file() else None
-
-
-def wheel_library_dirs(env_dir: Path | str) -> list[str]:
-    """The ``lib`` folders of the NVIDIA wheels (``nvidia-*-cu11``/``-cu12``) installed in a
-    virtualenv: ``site-packages/nvidia/<component>/lib``, sorted. Recent framework releases
-    find them by themselves; older ones only through the loader's path."""
-    if os.name == "nt":
-        return []
-    return sorted(str(p) for p in Path(env_dir).glob("lib/python3*/site-packages/nvidia/*/lib")
-                  if p.is_dir())
 
 
 # -- signals ---------------------------------------------------------------------------------

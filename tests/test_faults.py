@@ -392,7 +392,8 @@ def test_index_credentials_reach_the_installer_and_nothing_else(cli, home, auth_
 
 
 def test_index_locations_travel_in_the_installers_variables(tmp_path):
-    from envcheck.envs.installers import IndexSettings, PipInstaller, UvInstaller, settings_from_pip_config
+    from envcheck.envs.indexes import IndexSettings, settings_from_pip_config
+    from envcheck.envs.installers import PipInstaller, UvInstaller
 
     secret = f"https://alice:{SECRET}@mirror.example/simple"
     index = settings_from_pip_config([]).merged(IndexSettings.from_options(

@@ -27,7 +27,7 @@ def index_options(func):
 def index_settings(index_url, extra_index_url, find_links, no_index):
     """The index options as the installers' settings object, checked here at the edge (a bad
     value is exit 2 before anything is written); the store lays it over the pip configuration."""
-    from ..envs.installers import IndexSettings
+    from ..envs.indexes import IndexSettings
 
     return IndexSettings.from_options(index_url, extra_index_url, find_links, no_index)
 

@@ -85,7 +85,7 @@ def _forwarded(name: str, args: tuple[str, ...],
 
 
 def _credentials_to_environment(args: list[str]) -> tuple[list[str], dict[str, str]]:
-    from ..envs.installers import redact
+    from ..envs.indexes import redact
 
     values: dict[str, list[str]] = {flag: [] for flag in SECRET_CARRIERS}
     rest: list[str] = []

@@ -32,8 +32,8 @@ from typing import Iterator
 from .. import processes
 from ..errors import OperationError, UsageError
 from ..paths import Home
+from .env_info import NAME_RE
 from .installers import PipInstaller, UvInstaller
-from .store import NAME_RE
 
 CLEAN_BOUND_S = 3600.0  # uv deleting a large cache, once it holds its lock
 # entries (files and folders) walked in a cache envcheck did not make (0.13 s warm here): such

@@ -27,7 +27,7 @@ import re
 from typing import Callable
 
 from ..progress import Progress
-from .installers import redact
+from .indexes import redact
 
 _UNITS = {"bytes": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2 ** 10, "mib": 2 ** 20,
           "gib": 2 ** 30}

@@ -233,7 +233,7 @@ def _indexes(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
     urls = _string_list(path, data, "indexes", limit=LIMITS["indexes"])
     for index, url in enumerate(urls):
         if not re.match(r"^https?://[^\s/@?#]+(/[^\s?#]*)?$", url):
-            from .installers import redact
+            from .indexes import redact
 
             raise UsageError(f"{path}: key 'indexes[{index}]': {redact(url.split('?')[0])!r} is not an "
                              "http(s) URL without credentials or a query",

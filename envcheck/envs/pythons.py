@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .. import processes
+from ..child_env import clean_environ
 from ..errors import UsageError
 from .presets import specifier_text
 
@@ -112,7 +113,7 @@ def _probe(path: Path, timeout: float) -> tuple[Version | None, str | None]:
     try:
         nonce = int.from_bytes(os.urandom(3), "big")
         done = processes.run([str(path), "-E", "-s", "-S", "-c", _PROBE, str(nonce)], timeout=timeout,
-                             env=processes.clean_environ())
+                             env=clean_environ())
     except OSError as exc:
         return None, f"it cannot be executed: {exc.strerror or exc}"
     if done.timed_out:

@@ -33,7 +33,7 @@ class PresetDetail(Result):
 @dataclass
 class EnvListing(Result):
     schema: ClassVar[str] = "envcheck.envs/1"
-    envs: list[Any] = field(default_factory=list)  # envs.store.EnvInfo
+    envs: list[Any] = field(default_factory=list)  # envs.env_info.EnvInfo
     hint: str = ""  # what to create when there is nothing
 
     def body(self) -> dict[str, Any]:

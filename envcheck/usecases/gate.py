@@ -100,7 +100,7 @@ def _running_env() -> tuple:
     from pathlib import Path
 
     from ..envs.metadata import installed_packages
-    from ..envs.store import EnvInfo
+    from ..envs.env_info import EnvInfo
     from ..paths import MANIFEST_NAME, Home
     from .session import env_store
 

@@ -3,7 +3,7 @@ makes and `env remove` takes away.
 
 A kernel of env NAME is named ``envcheck-name``, shown as "Python 3.x (envcheck: NAME)", and
 starts ``ENV/bin/python -m ipykernel_launcher`` with what `envcheck run` gives a command in
-the env (``processes.child_environ``, purpose "kernel"), so a notebook sees the GPUs a `run`
+the env (``child_env.child_environ``, purpose "kernel"), so a notebook sees the GPUs a `run`
 would: the env's bin folder first on ``PATH`` and ``VIRTUAL_ENV``; the library folders of its
 CUDA wheels first on ``LD_LIBRARY_PATH``; ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (GPUs numbered as
 NVML and ``envcheck gpu`` number them); the framework's variables for the installed version
@@ -88,7 +88,7 @@ class KernelsRemoved(Result):
 
 def kernel_environ(info) -> dict[str, str]:
     """The kernelspec's ``env`` for env ``info`` (see the module's docstring)."""
-    from ..processes import child_environ
+    from ..child_env import child_environ
     from .launch import framework_pin
 
     return child_environ(info.path.resolve(), framework=framework_pin(info), purpose="kernel")
@@ -123,7 +123,7 @@ def check_target(session: Session, name: str, prefix: str | None = None) -> list
     """Check, before anything changes, that env NAME's kernelspec can go where asked: a folder
     that is free, or envcheck's for this env, or envcheck's for an env that is gone (replaced:
     the notes say so); and one this user can write. UsageError otherwise."""
-    from ..envs.store import check_name
+    from ..envs.env_info import check_name
 
     check_name(name)
     kernels = ks.kernels_dir(prefix)
@@ -249,7 +249,7 @@ def _dirs(session: Session, names: Iterable[str], prefix: str | None) -> list[Pa
 
 def list_kernels(session: Session, name: str | None = None, *, prefix: str | None = None) -> KernelListing:
     """The kernelspecs envcheck wrote (of env NAME of this home only, when given), judged."""
-    from ..envs.store import check_name
+    from ..envs.env_info import check_name
 
     if name is not None:
         check_name(name)
@@ -274,7 +274,7 @@ def delete_kernels(specs: list[Any]) -> list[Path]:
 
 def remove_kernel(session: Session, name: str, *, prefix: str | None = None) -> KernelsRemoved:
     """Remove every kernelspec envcheck wrote for env NAME of this home (the env may be gone)."""
-    from ..envs.store import check_name
+    from ..envs.env_info import check_name
 
     check_name(name)
     specs = kernels_of(session, name, prefix)

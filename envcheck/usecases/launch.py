@@ -10,11 +10,11 @@ PCI bus id, so the command gets ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and then CUDA's
 is the same as NVML's. A GPU hidden by the caller's own ``CUDA_VISIBLE_DEVICES`` (a batch
 scheduler's allocation, say) is not offered: ``all`` means every GPU usable from here.
 
-What the command gets (``processes.child_environ``, purpose "run", which decides it for a
+What the command gets (``child_env.child_environ``, purpose "run", which decides it for a
 Jupyter kernel of the env too):
 
 - the env's interpreter folder first on ``PATH``, ``VIRTUAL_ENV``; none of the variables
-  ``processes.STRIPPED`` names (``PYTHONHOME``, ``PYTHONPATH``, ...)
+  ``child_env.STRIPPED`` names (``PYTHONHOME``, ``PYTHONPATH``, ...)
 - ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` (``--gpus none``: empty,
   which hides every GPU; ``all`` on a host where NVML shows no usable GPU: left as it was)
 - the variables the env's framework asks for, unless the caller set them (``frameworks``'
@@ -81,7 +81,7 @@ def choose_gpus(selection: Selection, host) -> tuple[list[int] | None, list[str]
 
 
 def framework_pin(info) -> str | None:
-    """The env's framework as ``processes.child_environ`` takes it: "name==installed version",
+    """The env's framework as ``child_env.child_environ`` takes it: "name==installed version",
     "name" when the version is unknown, None when the env has no known framework."""
     framework = _framework(info)
     if framework is None:
@@ -92,9 +92,9 @@ def framework_pin(info) -> str | None:
 
 def command_environ(base: dict[str, str], info, gpus: list[int] | None,
                     global_batch: int | None = None, per_gpu: int | None = None) -> dict[str, str]:
-    """The command's environment: ``processes.child_environ`` for a run in env ``info``, and
+    """The command's environment: ``child_env.child_environ`` for a run in env ``info``, and
     the batch sizes."""
-    from ..processes import child_environ
+    from ..child_env import child_environ
 
     batch = {} if global_batch is None else {"ENVCHECK_GLOBAL_BATCH": str(global_batch),
                                              "ENVCHECK_PER_GPU_BATCH": str(per_gpu)}

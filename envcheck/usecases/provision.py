@@ -88,7 +88,7 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
          host=None, framework: str | None = None) -> list[Planned]:
     """The presets to provision, each possibly skipped with a reason; raises UsageError on bad input."""
     from ..envs.presets import builtin_dir, resolve_preset
-    from ..envs.store import check_name
+    from ..envs.env_info import check_name
 
     if not (names or files or auto):
         raise UsageError("nothing to provision", "pass --preset NAME, --preset-file F or --auto")
@@ -172,7 +172,7 @@ def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None
         return (f"{build.label} can't train on this host's GPUs: {why}",
                 verdict.fixes[0] if verdict.fixes else None)
     from ..validation.libraries import missing_libraries
-    from ..validation.validate import libraries_fix
+    from ..validation.env_checks import libraries_fix
 
     missing = [] if preset.wheel_libraries else missing_libraries(interpreter.path, preset.libraries)
     if missing:

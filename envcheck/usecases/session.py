@@ -15,7 +15,8 @@ from ..paths import Home
 from ..progress import SILENT, Progress
 
 if TYPE_CHECKING:  # types only: the modules load where they are used
-    from ..envs.store import EnvInfo, EnvStore
+    from ..envs.env_info import EnvInfo
+    from ..envs.store import EnvStore
     from ..host.probe import HostState
     from ..validation.devices import DeviceSpec
     from ..validation.reports import Report

@@ -5,8 +5,8 @@ device, multi-replica, speedup), the smoke runner's isolation (per-device re-run
 process groups), devices as users name them, diagnosis of logs, and stored reports with
 their fingerprint. Prints nothing: it returns ``Report`` objects.
 
-May import: ``envcheck.errors``, ``paths``, ``processes``, ``progress``, ``results``, ``data``, ``envs``
-(reading), ``frameworks``, ``host``. Never ``usecases`` or ``cli``.
+May import: ``envcheck.errors``, ``paths``, ``processes`` (and ``child_env``), ``progress``,
+``results``, ``data``, ``envs`` (reading), ``frameworks``, ``host``. Never ``usecases`` or ``cli``.
 """
 
 DEFAULT_TIMEOUT = 120.0  # seconds per device, and for starting the framework

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from .. import processes
+from ..child_env import child_environ, venv_of
 
 _PROBE = """
 import ctypes, json, sys
@@ -26,7 +27,7 @@ def load_errors(python: Path, libraries: list[str],
     wheels' library folders on the loader's path)."""
     if not libraries:
         return {}
-    env = processes.child_environ(processes.venv_of(python), purpose="probe")
+    env = child_environ(venv_of(python), purpose="probe")
     try:
         done = processes.run([str(python), "-c", _PROBE, *libraries], timeout=timeout, env=env)
     except OSError as exc:

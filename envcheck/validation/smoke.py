@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import frameworks, processes
+from ..child_env import child_environ, venv_of
 
 RUNNER = Path(__file__).parent.parent / "data" / "smoke_runner.py"
 MARK = "envcheck-smoke:"
@@ -121,9 +122,9 @@ class _Run:
 
 def runner_env(python: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """The runner's environment: envcheck's own with ``env`` laid over it, as
-    ``processes.child_environ`` gives a smoke child (cleaned, the env's own when ``python`` is
+    ``child_env.child_environ`` gives a smoke child (cleaned, the env's own when ``python`` is
     a virtualenv's, GPUs in NVML's order)."""
-    return processes.child_environ(processes.venv_of(python), purpose="smoke", extra=env)
+    return child_environ(venv_of(python), purpose="smoke", extra=env)
 
 
 def _signal_name(number: int) -> str:

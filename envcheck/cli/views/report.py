@@ -18,6 +18,7 @@ CHANGED = {"packages": "installed packages", "python": "Python version", "env_st
            "interpreter": "the env's interpreter", "driver_version": "NVIDIA driver",
            "gpu_uuids": "GPUs", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES",
            "cuda_device_order": "CUDA_DEVICE_ORDER"}
+GPU_STACK = {"cuda_version": "CUDA", "cudnn_version": "cuDNN"}  # build facts every backend names alike
 BASELINE = "cpu:0"  # the device speedups are measured against
 LABEL_W, PLOT_W, TEXT_W, ROW_H, BAR_H = 80, 360, 220, 26, 18  # chart geometry, px
 
@@ -77,10 +78,13 @@ def _env_view(env: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build_line(build: dict[str, Any]) -> str:
+    """The framework and its version, the GPU stack it was built with, then the version of each
+    other component its smoke backend reports (a fact ``<component>_version``), as it names it:
+    read from the facts, whatever the framework."""
     parts = [f"{build.get('framework', '')} {build.get('version', '')}".strip()]
-    for key, label in (("cuda_version", "CUDA"), ("cudnn_version", "cuDNN"), ("keras_backend", "Keras on")):
-        if build.get(key):
-            parts.append(f"{label} {build[key]}")
+    parts += [f"{label} {build[key]}" for key, label in GPU_STACK.items() if build.get(key)]
+    parts += [f"{key.removesuffix('_version')} {value}" for key, value in build.items()
+              if key.endswith("_version") and key not in GPU_STACK and value and isinstance(value, str)]
     return ", ".join(p for p in parts if p)
 
 

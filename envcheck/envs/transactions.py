@@ -1,0 +1,194 @@
+"""The store's two transactions, step by step: ``create_env`` (an env that ends ``ready`` or
+not at all) and ``add_packages`` (more packages, or the env exactly as it was).
+
+``EnvStore.create`` and ``EnvStore.add`` hand over here once called; each step runs inside
+the store's frame of a change (``EnvStore._changing``: the env's lock, what an interrupted
+command left recovered first, bad input leaving nothing behind), and ``scratch`` keeps what
+a step needs to be undone or finished (the staging folder, the backup, the intent).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import manifest as mf
+from ..errors import UsageError
+from .env_info import EnvInfo, check_name, env_python
+from .gate_link import link_env
+from .metadata import installed_packages
+from .scratch import discard, is_stub, signals_held
+from ..paths import MANIFEST_NAME
+from ..progress import SILENT, Progress
+
+if TYPE_CHECKING:
+    from .store import EnvStore
+
+
+def create_env(store: EnvStore, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
+               installer: str | None = None, index=None, keep_log: bool = False,
+               progress: Progress = SILENT) -> EnvInfo:
+    """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all.
+
+    ``index``: the command line's ``IndexSettings``, laid over the pip configuration.
+    ``keep_log``: keep the installer's log of a failure on bad input too (for a caller that
+    reports it as a failure, exit 1, rather than as bad input, exit 2, that changed nothing).
+    ``progress`` hears the task begin once the inputs are valid, then its phases.
+    """
+    from ..processes import signals_interrupt
+    from .indexes import settings_from_pip_config
+    from .installers import choose_backend
+    from .presets import parse_requirement
+    from .pythons import find_python
+
+    check_name(name)
+    store._settle(name)
+    requirements = [str(r) for r in (*preset.requirements, *map(parse_requirement, add))]
+    interpreter = find_python(preset.requires_python, python, needed_by=f"preset {preset.name}")
+    backend = choose_backend(installer)
+    backend.cache_dir = store.home.uv_cache
+    settings = settings_from_pip_config().merged(index)
+    target = store.home.env_dir(name)
+    _refuse_foreign(store, name, target)
+    settings = settings.with_preset_indexes(preset.indexes)  # after the cheap checks: it may wait
+    with store._changing(name):
+        _clear_incomplete(store, name, target)
+        log = store._log(name, "create")
+        progress.start(f"env {name}", f"creating env {name} from preset {preset.name} with "
+                       f"{backend.name}, python {interpreter.version}", log)
+        try:
+            with signals_interrupt():  # SIGTERM and SIGHUP take Ctrl-C's clean-up path
+                record = {
+                    "schema": mf.SCHEMA, "name": name, "state": mf.CREATING,
+                    "preset": {**preset.to_json(), "hash": preset.content_hash},
+                    "requested": requirements,
+                    "python": {"version": str(interpreter.version), "base": str(interpreter.path)},
+                    "installer": backend.name, "index": settings.to_json(),
+                    "warnings": settings.warnings(), "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [],
+                }
+                _place(store, name, target, record)
+                progress.phase("making the venv")
+                backend.create_venv(str(interpreter.path), target, log)
+                backend.install(env_python(target), requirements, settings, log, progress)
+                link_env(store.home, target)
+                packages = installed_packages(target)
+                record.update(state=mf.READY, packages=packages, frameworks=store._frameworks(packages),
+                              updated=mf.now())
+                mf.write_atomic(target / MANIFEST_NAME, record)
+        except BaseException as exc:
+            if not keep_log:
+                _forget_log(exc, log)
+            if target.exists():  # placed: ours (cleared above, under the lock), even if an
+                store.scratch.delete(name, target)  # interrupt landed right after the rename
+            raise
+        log.unlink(missing_ok=True)
+    progress.done("created")
+    return store.get(name)
+
+
+def _place(store: EnvStore, name: str, target: Path, record: dict[str, Any]) -> None:
+    """Make ``envs/NAME`` appear holding its first manifest, in one rename."""
+    staging = store.scratch.path(name, "create")
+    staging.mkdir()
+    mf.write_atomic(staging / MANIFEST_NAME, record)
+    store.home.envs.mkdir(parents=True, exist_ok=True)
+    os.replace(staging, target)
+
+
+def _refuse_foreign(store: EnvStore, name: str, target: Path) -> None:
+    if target.is_symlink() or (target.exists() and not (target / MANIFEST_NAME).is_file()
+                               and not is_stub(target)):
+        raise UsageError(f"{target} exists and was not created by envcheck",
+                         "move it away or choose another env name")
+    info = store._info(name)
+    if info is not None and info.state == "ready":
+        raise UsageError(f"env {name} already exists",
+                         f"use `envcheck env add {name} REQ...` to add packages, or remove it first")
+    if info is not None and info.state == "broken":
+        raise UsageError(f"env {name} exists but is broken: {info.problem}",
+                         info.fix or f"envcheck env remove {name} --yes, then create it again")
+    if info is not None and info.manifest.get("state") == mf.CHANGING:
+        raise UsageError(f"env {name} exists: {info.problem}", info.fix)
+
+
+def _clear_incomplete(store: EnvStore, name: str, target: Path) -> None:
+    """Recover an env left ``incomplete`` by a killed create (checked again under the lock)."""
+    _refuse_foreign(store, name, target)
+    if target.exists():
+        store.scratch.delete(name, target)
+
+
+def add_packages(store: EnvStore, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
+                 index=None, progress: Progress = SILENT) -> EnvInfo:
+    """Install more packages; on any failure or interruption the env is left exactly as it
+    was (a SIGKILL: as it was once ``Scratch.recover`` has run, and visibly incomplete until then).
+    ``progress`` hears the task and its phases."""
+    from .indexes import settings_from_pip_config
+    from .installers import choose_backend
+    from .presets import parse_requirement
+
+    check_name(name)
+    if not requirements:
+        raise UsageError("no requirements given", f"envcheck env add {name} 'package>=1.0'")
+    reqs = [str(parse_requirement(r)) for r in requirements]
+    current = store._require_ready(name)
+    choose_backend(installer, current.manifest.get("installer"))  # bad input: before any write
+    # the preset's own indexes too (a package added to an env of a preset with its own index comes from there)
+    preset_indexes = tuple(current.manifest.get("preset", {}).get("indexes") or ())
+    settings = settings_from_pip_config().merged(index).with_preset_indexes(preset_indexes)
+    with store._changing(name):
+        info = store._require_ready(name, store._current(name))  # as it is now, under the lock
+        backend = choose_backend(installer, info.manifest.get("installer"))
+        backend.cache_dir = store.home.uv_cache
+        log = store._log(name, "add")
+        progress.start(f"env {name}", f"adding {' '.join(reqs)} to env {name} with {backend.name}", log)
+        _install_more(store, info, reqs, backend, settings, log, progress)
+        log.unlink(missing_ok=True)
+    progress.done("packages added")
+    return store.get(name)
+
+
+def _install_more(store: EnvStore, info: EnvInfo, reqs: list[str], backend, settings, log: Path,
+                  progress: Progress) -> None:
+    """Backup, intent, ``changing``, install, commit (``ready``); rolled back on any failure."""
+    from ..processes import signals_interrupt
+
+    name, manifest = info.name, info.path / MANIFEST_NAME
+    backup = store.scratch.path(name, "backup")
+    intent = store.scratch.path(name, "add", ".json")
+    try:
+        with signals_interrupt():  # SIGTERM and SIGHUP take Ctrl-C's clean-up path
+            # Hard links: installers replace files (unlink + write), never edit them in place,
+            # so the backup keeps the old contents at the cost of directory entries only.
+            progress.phase("backing up the env")
+            shutil.copytree(info.path, backup, symlinks=True, copy_function=os.link)
+            mf.write_atomic(intent, {"env": name, "pid": os.getpid(), "backup": backup.name,
+                                     "requested": reqs, "started": mf.now()})
+            mf.write_atomic(manifest, {**info.manifest, "state": mf.CHANGING, "updated": mf.now()})
+            backend.install(info.python, reqs, settings, log, progress)
+            packages = installed_packages(info.path)
+            mf.write_atomic(manifest, {**info.manifest, "schema": mf.SCHEMA, "state": mf.READY,
+                                       "requested": [*info.manifest.get("requested", []), *reqs],
+                                       "packages": packages, "frameworks": store._frameworks(packages),
+                                       "updated": mf.now(), "installer": backend.name})
+    except BaseException as exc:
+        aside = None
+        with signals_held():
+            if intent.exists():
+                aside = store.scratch.restore(name, info.path, backup)
+                intent.unlink()
+        _forget_log(exc, log)
+        for path in (aside, backup):  # interruptible: a leftover goes at the next recover
+            if path is not None:
+                discard(path)
+        raise
+    intent.unlink()
+    discard(backup)
+
+
+def _forget_log(exc: BaseException, log: Path) -> None:
+    """Bad input changes nothing: its log goes too (its reason is in the error line)."""
+    if isinstance(exc, UsageError):
+        log.unlink(missing_ok=True)
+        exc.log = None
