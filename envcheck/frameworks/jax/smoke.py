@@ -16,6 +16,7 @@ the weights and Adam's state replicated (``P()``); XLA inserts the gradient all-
 global batch is batch x replicas; after the fit every replica's copy of every weight must
 agree (``multi_verdict``).
 """
+import importlib.util
 import os
 import time
 
@@ -102,11 +103,8 @@ class Jax(object):
                  "jaxlib_version": getattr(jaxlib, "__version__", None),
                  "default_backend": jax.default_backend(),
                  "devices": ["%s:%d" % (d.platform, d.id) for d in jax.devices()]}
-        try:
-            import jax_cuda12_plugin  # noqa: F401 (its presence is the fact)
-            facts["cuda_plugin"] = "jax_cuda12_plugin"
-        except ImportError:
-            facts["cuda_plugin"] = None
+        found = importlib.util.find_spec("jax_cuda12_plugin") is not None  # its presence is the fact
+        facts["cuda_plugin"] = "jax_cuda12_plugin" if found else None
         return facts
 
     def device(self, name):
