@@ -4,8 +4,27 @@ The CLI never decides an exit code or a JSON shape itself: it asks the result. `
 returns the whole ``envcheck.<thing>/1`` document (``schema`` first); ``exit_code`` follows
 README's table (0 done/ready, 1 not ready or failed, 2 bad input). Its other forms (text,
 Markdown, HTML) are the CLI's: ``envcheck.cli.views`` lists each result class's renderers.
+
+A result that answers "is it ready?" (``gpu``, ``doctor``, ``validate``, ``check``,
+``provision``, ``fleet``) also says so the same way in every command: ``envelope()``, the
+answer's verdict, the first problem and its fix, and the envs ready where the command speaks
+of envs, computed by the result from its own data. ``to_json`` puts it last in the document,
+as one nested object under ``ENVELOPE_KEY``: the fields each command had before stay as they
+were, and a consumer (``envcheck fleet``, a script) reads one shape whatever the command.
 """
 from __future__ import annotations
+
+ENVELOPE_KEY = "envelope"
+VERDICTS = ("ready", "degraded", "not-ready")
+OK_VERDICTS = ("ready", "degraded")  # the verdicts one can train with
+
+
+def envelope(verdict: str, problem: str | None = None, fix: str | None = None,
+             ready_envs: list | None = None) -> dict:
+    """The answer in one shape: ``verdict`` (one of ``VERDICTS``), why it is not ready (or the
+    first warning) and the first fix (None when there is nothing to say), and ``ready_envs``,
+    the envs ready (a list; None for a command that doesn't speak of envs)."""
+    return {"verdict": verdict, "problem": problem, "fix": fix, "ready_envs": ready_envs}
 
 
 class Result:
@@ -18,8 +37,17 @@ class Result:
         """The document's fields after ``schema``."""
         raise TypeError(f"{type(self).__name__} must define body()")
 
+    def envelope(self) -> dict | None:
+        """The answer's ``envelope(...)``; None (and no envelope in the document) for a result
+        that answers no readiness question (a listing, a cache's size)."""
+        return None
+
     def to_json(self) -> dict:
-        return {"schema": self.schema, **self.body()}
+        data = {"schema": self.schema, **self.body()}
+        answer = self.envelope()
+        if answer is not None:
+            data[ENVELOPE_KEY] = answer
+        return data
 
     @property
     def exit_code(self) -> int:

@@ -10,7 +10,8 @@ from fake_nvml import A100, T4, FakeNvml, real_nvml_loadable
 pytestmark = pytest.mark.timeout(120)
 
 HOST_KEYS = {"schema", "nvml", "driver_version", "cuda_driver_version", "nvml_version",
-             "cuda_visible_devices", "cuda_device_order", "gpus", "warnings"}
+             "cuda_visible_devices", "cuda_device_order", "gpus", "warnings",
+             "envelope"}  # the result envelope every readiness answer carries (test_envelope.py)
 GPU_KEYS = {"index", "name", "uuid", "memory_total_mib", "memory_free_mib", "memory_used_mib",
             "compute_capability", "pci_bus_id", "mig_mode", "persistence_mode", "mig_devices",
             "status", "problem", "fix", "unavailable", "visible", "cuda_index"}

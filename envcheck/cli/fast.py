@@ -7,7 +7,9 @@ host's facts from ``host.library`` (NVML probed only where its library loads). E
 else goes on to the full path: with the session (and the host already probed, so NVML is
 initialised once) when the call is ``check`` in the plain spellings below but the stored
 report can't say "ready"; to click for anything else (``--help``, ``--env=NAME``, a typo, a
-bad value), so click keeps every error message.
+bad value), so click keeps every error message. The answer is the gate's own result
+(``usecases.gate.judge``), so its document, result envelope included, is the one click's path
+prints for the same answer (test_envelope.py compares them).
 """
 from __future__ import annotations
 

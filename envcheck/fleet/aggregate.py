@@ -2,9 +2,10 @@
 
 Per node: its Ray facts (id, address, labels, Ray's GPU count and accelerator type), the
 envcheck it ran and that envcheck's version, its exit code, a verdict and the node's own
-document. Verdicts: the node's own ``ready``, ``degraded`` or ``not-ready``; ``busy`` (its
-GPUs held by other Ray work past the bound), ``no-envcheck``, ``error`` (its envcheck did not
-answer the question), ``unreachable`` (the task never started there) and ``lost`` (it
+document. Verdicts: the node's own ``ready``, ``degraded`` or ``not-ready`` (its document's
+result envelope, ``reading``); ``busy`` (its GPUs held by other Ray work past the bound),
+``no-envcheck``, ``error`` (its envcheck did not answer the question, or is too old to answer
+with the result envelope), ``unreachable`` (the task never started there) and ``lost`` (it
 started, then the node died or gave no answer in time).
 
 A node counts as ready when its envcheck exited 0 with a ready or degraded verdict, as the
@@ -14,14 +15,15 @@ same command on that node would. Exit 0 when every node asked is ready, or at le
 The summary: the count of each verdict, the distinct driver versions and GPU models the nodes
 measured, the distinct envcheck versions (and each node whose version differs from this
 envcheck's), and the envs ready on every node asked (``None`` for ``gpu``, which doesn't
-speak of envs).
+speak of envs). The fleet's own envelope (``envelope()``): not-ready with fewer ready nodes
+than needed, degraded when enough are but one is degraded or not ready, else ready.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..results import Result
+from ..results import Result, envelope
 from .cluster import Node
 from .dispatch import Outcome
 from .reading import OK_VERDICTS, Reading, read
@@ -116,6 +118,23 @@ class FleetResult(Result):
             return None
         sets = [set(n.ready_envs or []) for n in self.nodes]
         return sorted(set.intersection(*sets)) if sets else []
+
+    def envelope(self) -> dict:
+        """Not-ready when too few nodes are ready; degraded when enough are, but a node is
+        degraded or (``min_ready``) not ready; else ready. The problem: how many are ready and
+        the first node that isn't, with its fix. The envs: those ready on every node."""
+        envs = self.envs_ready_everywhere()
+        counted = f"{self.ready_count} of {len(self.nodes)} node(s) ready, {self.needed} needed"
+        bad = next((n for n in self.nodes if not n.ready), None)
+        problem = fix = None
+        if bad is not None:
+            why = f": {bad.problem}" if bad.problem else ""
+            problem = f"{counted}; node {bad.node.describe()}: {bad.verdict}{why}"
+            fix = bad.fix
+        if not self.ok:
+            return envelope("not-ready", problem or f"{counted}: no node was asked", fix, envs)
+        degraded = bad is not None or any(n.verdict == "degraded" for n in self.nodes)
+        return envelope("degraded" if degraded else "ready", problem, fix, envs)
 
     def summary(self) -> dict[str, Any]:
         counts = {v.replace("-", "_"): sum(n.verdict == v for n in self.nodes) for v in VERDICTS}

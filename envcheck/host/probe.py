@@ -14,7 +14,7 @@ Stable API (compat, validate, select and the pre-training gate build on it):
     ``nvml_status`` (one of ``NVML_STATUSES``), ``message``, ``fix``, ``driver_version``,
     ``cuda_driver_version`` (the newest CUDA the driver runs, "12.4"), ``nvml_version``,
     ``gpus``, ``warnings``; ``.ok``, ``.visible_gpus``, ``.usable_gpus``,
-    ``.no_gpu_reason()``, ``.to_json()`` (schema ``envcheck.host/1``).
+    ``.no_gpu_reason()``, ``.envelope()``, ``.to_json()`` (``envcheck.host/1``).
 ``Gpu``
     ``index`` (NVML's, = nvidia-smi's), ``name``, ``uuid``, ``memory_total_mib``,
     ``memory_free_mib``, ``memory_used_mib``, ``compute_capability`` ("8.0"),
@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from ..results import Result
+from ..results import Result, envelope
 from .library import host_facts, library_loads
 from .visibility import mark_visible, order_warnings
 
@@ -164,6 +164,11 @@ class HostState(Result):
     def exit_code(self) -> int:
         """`envcheck gpu`: 0 with a usable GPU, 1 without."""
         return 0 if self.usable_gpus else 1
+
+    def envelope(self) -> dict:
+        """Ready with a usable GPU; else not-ready, with ``no_gpu_reason()``."""
+        reason = self.no_gpu_reason()
+        return envelope("not-ready", *reason) if reason else envelope("ready")
 
     def body(self) -> dict[str, Any]:
         return {

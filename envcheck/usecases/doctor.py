@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..progress import SILENT, Progress
-from ..results import Result
+from ..results import OK_VERDICTS, Result, envelope
+from .validate_envs import report_problem
 
 if TYPE_CHECKING:
     from .session import Session
@@ -27,6 +28,18 @@ class Diagnosis(Result):
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else 1
+
+    def envelope(self) -> dict:
+        """The chosen env's verdict and first problem (its first next step as the fix when it
+        has none); not-ready with no env to validate."""
+        first_step = self.next_steps[0] if self.next_steps else None
+        if self.report is None:
+            return envelope("not-ready", "no env to validate", first_step, [])
+        verdict = self.report.verdict
+        problem, fix = report_problem(self.report)
+        if fix is None and verdict == "not-ready":
+            fix = first_step
+        return envelope(verdict, problem, fix, [self.report.env] if verdict in OK_VERDICTS else [])
 
     def body(self) -> dict[str, Any]:
         return {"ok": self.ok, "host": self.host.to_json(), "selection": self.selection.to_json(),

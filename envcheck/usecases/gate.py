@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..results import Result
+from ..results import OK_VERDICTS, Result, envelope
 from ..validation import freshness
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
@@ -50,6 +50,14 @@ class GateResult(Result):
     @property
     def exit_code(self) -> int:
         return 0 if self.ready else 1
+
+    def envelope(self) -> dict:
+        """Ready: the stored report's verdict (ready or degraded), the env ready; else not-ready
+        with the gate's reason and fix."""
+        if not self.ready:
+            return envelope("not-ready", self.reason, self.fix, [])
+        verdict = self.report.get("verdict")
+        return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env])
 
     def body(self) -> dict:
         return {"env": self.env, "ready": self.ready, "cached": self.cached,

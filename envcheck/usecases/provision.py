@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import frameworks
 from ..errors import BusyError, EnvcheckError, UsageError
 from ..progress import SILENT, Progress
-from ..results import Result
+from ..results import OK_VERDICTS, Result, envelope
 
 if TYPE_CHECKING:
     from .session import Session
@@ -55,7 +55,7 @@ class Outcome:
     def ok(self) -> bool:
         if self.action == "skipped":
             return True
-        return self.action in ("created", "unchanged") and self.verdict in ("ready", "degraded")
+        return self.action in ("created", "unchanged") and self.verdict in OK_VERDICTS
 
 
 @dataclass
@@ -70,6 +70,17 @@ class ProvisionResult(Result):
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else 1
+
+    def envelope(self) -> dict:
+        """Not-ready with the first requested env that isn't done (its action, reason and fix);
+        else degraded when one validated degraded, else ready. The envs made or kept that
+        validated ready or degraded are ready; a skipped preset is neither."""
+        done = [o.name for o in self.envs if o.ok and o.action != "skipped"]
+        bad = next((o for o in self.envs if not o.ok), None)
+        if bad is not None:
+            return envelope("not-ready", f"env {bad.name}: {bad.action}: {bad.reason}", bad.fix, done)
+        degraded = any(o.verdict == "degraded" for o in self.envs if o.action != "skipped")
+        return envelope("degraded" if degraded else "ready", ready_envs=done)
 
     def body(self) -> dict[str, Any]:
         return {"envs": [asdict(o) for o in self.envs], "ok": self.ok}

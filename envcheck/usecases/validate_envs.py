@@ -6,9 +6,7 @@ from typing import Any, ClassVar
 
 from ..errors import UsageError
 from ..progress import SILENT, Progress
-from ..results import Result
-
-VERDICTS = ("ready", "degraded", "not-ready")
+from ..results import OK_VERDICTS, VERDICTS, Result, envelope
 
 
 @dataclass
@@ -27,11 +25,29 @@ class ValidationRun(Result):
         failed = {"not-ready", "degraded"} if self.strict else {"not-ready"}
         return 1 if not self.reports or self.verdict in failed else 0
 
+    def envelope(self) -> dict:
+        """The worst verdict; the first failing (else warning) check of the first report with
+        it; the envs that validated ready or degraded."""
+        if not self.reports:
+            return envelope("not-ready", "no env was validated", "envcheck validate NAME", [])
+        worst = next(r for r in self.reports if r.verdict == self.verdict)
+        return envelope(self.verdict, *report_problem(worst), [r.env for r in self.reports if r.verdict in OK_VERDICTS])
+
     def body(self) -> dict[str, Any]:
         counts = {v.replace("-", "_"): sum(r.verdict == v for r in self.reports) for v in VERDICTS}
         return {"reports": [r.to_json() for r in self.reports],
                 "summary": {"envs": len(self.reports), **counts, "verdict": self.verdict,
                             "strict": self.strict}}
+
+
+def report_problem(report: Any) -> tuple[str | None, str | None]:
+    """("env NAME: CHECK: summary", its fix) of a validation report's first failing check, else
+    its first warning; (None, None) when every check passed."""
+    for status in ("fail", "warn"):
+        for check in report.checks:
+            if check.status == status:
+                return f"env {report.env}: {check.id}: {check.summary}", check.fix
+    return None, None
 
 
 def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = False,
