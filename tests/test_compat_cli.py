@@ -11,7 +11,7 @@ from wheelhouse import offline
 pytestmark = pytest.mark.timeout(180)
 
 DOC_KEYS = {"schema", "framework", "version", "build", "host", "verdict", "uses_gpu", "reasons",
-            "fixes"}
+            "fixes", "envelope"}  # the result envelope (test_envelope.py)
 TINY = """title = "tiny"
 description = "test preset"
 kind = "cpu"

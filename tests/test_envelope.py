@@ -23,6 +23,7 @@ from envcheck.fleet.dispatch import Outcome
 from envcheck.fleet.tasks import host_of
 from envcheck.host.probe import Gpu, HostState
 from envcheck.results import ENVELOPE_KEY, Result
+from envcheck.usecases.cache import CacheInfo
 from envcheck.usecases.doctor import Diagnosis
 from envcheck.usecases.gate import GateResult, judge
 from envcheck.usecases.provision import Outcome as Provisioned
@@ -83,8 +84,38 @@ def test_the_envelope_leaves_every_field_as_it_was():
 
 
 def test_a_result_that_answers_no_readiness_question_has_no_envelope():
-    listing = Selection([Ranked("tf", "cpu", "a CPU build")])
+    listing = CacheInfo([])
     assert listing.envelope() is None and ENVELOPE_KEY not in listing.to_json()
+
+
+def test_select_is_ready_with_its_env_and_splits_its_warning_into_problem_and_fix():
+    assert envelope_of(Selection([Ranked("tf", "gpu", "GPU build")])) == expect("ready", ready_envs=["tf"])
+    none = Selection([], warning="no env has torch; create one: envcheck env create torch --preset pytorch-cpu")
+    assert envelope_of(none) == expect("not-ready", "no env has torch",
+                                       "create one: envcheck env create torch --preset pytorch-cpu", [])
+    required = Selection([Ranked("tf", "cpu", "a CPU build")], require_gpu=True,
+                         warning="a GPU env is required but this host has no usable GPU: "
+                                 "no driver; fix: install the NVIDIA driver")
+    assert required.selected is None
+    assert envelope_of(required) == expect("not-ready", "a GPU env is required but this host has no "
+                                           "usable GPU: no driver", "install the NVIDIA driver", [])
+
+
+@pytest.mark.parametrize("driver, verdict", [("550.54.15", "ready"), ("520.61.05", "not-ready")])
+def test_compat_maps_its_verdict_with_the_worst_reason_and_first_fix(home, driver, verdict):
+    from envcheck.paths import Home
+    from envcheck.usecases.compat import judge_compat
+    from envcheck.usecases.session import Session
+
+    result = judge_compat(Session(Home(home), host=A100), framework="jax==0.10.2", driver=driver,
+                          gpu_ccs=("8.0",), os_name="linux")
+    answer = envelope_of(result)
+    assert answer["verdict"] == verdict and answer["ready_envs"] is None
+    if verdict == "ready":
+        assert answer == expect("ready")
+    else:
+        assert answer["problem"] == result.verdict.reasons[0] and "525.60.13" in answer["problem"]
+        assert answer["fix"] == result.verdict.fixes[0]
 
 
 def test_validate_gives_the_worst_verdict_its_first_problem_and_the_envs_that_passed():

@@ -13,7 +13,7 @@ from .. import frameworks
 from ..errors import UsageError
 from ..frameworks import Build
 from ..host.compat import OPERATING_SYSTEMS, HostProfile, Verdict, judge, min_driver, probed_driver
-from ..results import Result
+from ..results import Result, envelope
 
 if TYPE_CHECKING:
     from .session import Session
@@ -30,6 +30,15 @@ class CompatResult(Result):
     @property
     def exit_code(self) -> int:
         return 1 if self.verdict.verdict == "fail" else 0
+
+    def envelope(self) -> dict:
+        """ok: ready; warn: degraded; fail: not-ready; the worst reason and the first fix.
+        ``ready_envs`` is None: compat judges a build, not envs."""
+        verdict = {"ok": "ready", "warn": "degraded"}.get(self.verdict.verdict, "not-ready")
+        reasons, fixes = self.verdict.reasons, self.verdict.fixes
+        if verdict == "ready":
+            return envelope(verdict)
+        return envelope(verdict, reasons[0] if reasons else None, fixes[0] if fixes else None)
 
     def body(self) -> dict[str, Any]:
         build = self.build

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from .. import frameworks
 from ..envs.metadata import canonical_name
-from ..results import Result
+from ..results import Result, envelope
 
 
 @dataclass
@@ -56,6 +56,17 @@ class Selection(Result):
     @property
     def exit_code(self) -> int:
         return 0 if self.selected else 1
+
+    def envelope(self) -> dict:
+        """An env selected: ready (degraded when a warning goes with it), that env ready; none:
+        not-ready with the warning, split into what is wrong and what to do ("…; fix: …",
+        else "…; create one: …")."""
+        warning = self.warning or ""
+        problem, sep, fix = warning.partition("; fix: ") if "; fix: " in warning else warning.partition("; ")
+        problem, fix = problem or None, (fix if sep else None)
+        if self.selected:
+            return envelope("degraded" if problem else "ready", problem, fix, [self.selected])
+        return envelope("not-ready", problem or "no env qualifies", fix, [])
 
     def body(self) -> dict[str, Any]:
         return {"selected": self.selected, "ranking": [r.to_json() for r in self.ranking],
