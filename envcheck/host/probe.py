@@ -2,11 +2,12 @@
 
 Stable API (compat, validate, select and the pre-training gate build on it):
 
-``probe(environ=None, *, health=False) -> HostState``
+``probe(environ=None, *, health=False, during=None) -> HostState``
     Read the host now. Never raises for NVML trouble: every NVML failure becomes a typed,
     explained state. ``environ`` (default ``os.environ``) supplies ``CUDA_VISIBLE_DEVICES``
     and ``CUDA_DEVICE_ORDER``. ``health``: also read each GPU's ``Gpu.health`` (``health.py``),
-    in the same NVML session.
+    in the same NVML session; ``during``: more reads in that session (level-1 health,
+    ``level1.py``). ``mark_failed(gpu, exc)`` marks a GPU an NVML error stopped.
 ``host_fingerprint(state) -> dict``
     Driver version, GPU UUIDs and the CUDA variables: what must not change between a
     validation and a training run.
@@ -211,8 +212,11 @@ def explain_host_error(code: int, text: str) -> tuple[str, str, str]:
             "run `nvidia-smi` to see whether the driver answers; reinstall the driver if not")
 
 
-def probe(environ: Mapping[str, str] | None = None, *, health: bool = False) -> HostState:
-    """Read driver, CUDA and GPU facts through NVML; see the module docstring."""
+def probe(environ: Mapping[str, str] | None = None, *, health: bool = False,
+          during: Callable[[Any, HostState, Callable], None] | None = None) -> HostState:
+    """Read driver, CUDA and GPU facts through NVML; see the module docstring. ``during``
+    (level-1 health, ``level1.py``) reads more in the same NVML session, after the GPUs were
+    read: ``during(pynvml, state, read)``, ``read`` being the field reader GPUs are read with."""
     env = os.environ if environ is None else environ
     cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
     if not library_loads():
@@ -226,6 +230,8 @@ def probe(environ: Mapping[str, str] | None = None, *, health: bool = False) -> 
         return _failed(exc, cvd, order)
     try:
         state = _read_host(pynvml, cvd, order, health)
+        if during is not None and state.ok:
+            during(pynvml, state, partial(_field, pynvml))
     finally:
         _shutdown(pynvml)
     if state.ok:
@@ -308,11 +314,16 @@ def _read_gpu(pynvml: Any, index: int, health: bool) -> Gpu:
 
             gpu.health = read_health(pynvml, handle, partial(_field, pynvml))
     except pynvml.NVMLError as exc:
-        gpu.status, gpu.problem, gpu.fix = GPU_ERRORS.get(
-            exc.value, ("error", f"NVML error {exc.value}: {exc}",
-                        f"run `nvidia-smi -i {index}`; reboot if it fails too"))
-        gpu.fix = gpu.fix.replace("INDEX", str(index))
+        mark_failed(gpu, exc)
     return gpu
+
+
+def mark_failed(gpu: Gpu, exc: Any) -> None:
+    """The GPU's status, problem and fix from the NVML error that stopped reading it."""
+    gpu.status, gpu.problem, gpu.fix = GPU_ERRORS.get(
+        exc.value, ("error", f"NVML error {exc.value}: {exc}",
+                    f"run `nvidia-smi -i {gpu.index}`; reboot if it fails too"))
+    gpu.fix = gpu.fix.replace("INDEX", str(gpu.index))
 
 
 def _fill_gpu(pynvml: Any, gpu: Gpu, handle: Any) -> None:

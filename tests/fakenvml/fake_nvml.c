@@ -12,6 +12,21 @@
  *                           percent, temp=C, power=MW, plimit=MW (milliwatts), ecc=VOL/AGG
  *                           uncorrected errors, procs=PID:MIB[:NAME]+... running compute
  *                           processes (NAME answers nvmlSystemGetProcessName; none: NOT_FOUND)
+ *                           level-1 health (each =na for NOT_SUPPORTED, as a GeForce answers
+ *                           ECC, row remapping and page retirement; defaults are healthy):
+ *                           remap=CORR/UNC/PENDING/FAILURE rows (nvmlDeviceGetRemappedRows,
+ *                           default 0/0/0/0), retired=0|1 retired pages pending (default 0),
+ *                           pcie=CURGEN/MAXGEN/CURWIDTH/MAXWIDTH link (default 4/4/16/16),
+ *                           replay=N[+STEP] PCIe replay counter: N, then STEP more at each
+ *                           read (default 0), clocks=HEX clock event reasons, also served as
+ *                           the older ...ThrottleReasons (default 0), tlimit=SLOW/SHUT
+ *                           slowdown/shutdown temperature thresholds C (default 87/92),
+ *                           cmode=0|2|3 compute mode (default, prohibited, exclusive
+ *                           process; default 0), minor=N /dev/nvidiaN (default: the index),
+ *                           events=1|na NVML events supported (default 1), xid=N[+N...]
+ *                           critical-Xid events queued on this GPU, each delivered once by
+ *                           nvmlEventSetWait_v2 to a set it is registered in (which answers
+ *                           NVML_ERROR_TIMEOUT at once when none is left)
  *   FAKE_NVML_INIT_ERROR    nvmlReturn_t code returned by nvmlInit_v2 / nvmlInitWithFlags
  *   FAKE_NVML_ERROR_<fn>    "CODE" (every call of fn) or "CODE:I,J" (only for GPUs I and J)
  *   FAKE_NVML_TRACE         a file; the name of every function called is appended to it
@@ -41,7 +56,7 @@ typedef struct {
     char busId[32];
 } nvmlPciInfo_t;
 
-enum { MAX_GPUS = 64, MAX_MIG = 7, MAX_PROCS = 16, NA = -1 };
+enum { MAX_GPUS = 64, MAX_MIG = 7, MAX_PROCS = 16, MAX_XIDS = 16, NA = -1 };
 
 struct fake_device {
     int index;              /* index of the physical GPU */
@@ -57,6 +72,14 @@ struct fake_device {
     int nprocs;             /* NA: the process query is not supported */
     unsigned int proc_pid[MAX_PROCS];
     unsigned long long proc_mib[MAX_PROCS];
+    int remap_corr, remap_unc, remap_pending, remap_failure; /* remap_corr NA: unsupported */
+    int retired_pending;                                      /* 0, 1 or NA */
+    int pcie_cur_gen, pcie_max_gen, pcie_cur_width, pcie_max_width; /* pcie_cur_gen NA */
+    long long replay;                                         /* or NA */
+    int replay_step;
+    long long clocks;                                         /* bit mask, or NA */
+    int t_slow, t_shut, cmode, minor, events;                 /* or NA */
+    int xids[MAX_XIDS], nxids, xid_next;
 };
 
 struct process_name {
@@ -101,6 +124,42 @@ static void parse_procs(struct fake_device *d, const char *v)
     free(copy);
 }
 
+/* The level-1 health keys (see the header); an unknown key is ignored. */
+static void parse_level1(struct fake_device *d, const char *key, const char *v)
+{
+    int na = strcmp(v, "na") == 0;
+    if (!strcmp(key, "remap")) {
+        d->remap_corr = d->remap_unc = d->remap_pending = d->remap_failure = 0;
+        if (na) d->remap_corr = NA;
+        else sscanf(v, "%d/%d/%d/%d", &d->remap_corr, &d->remap_unc, &d->remap_pending,
+                    &d->remap_failure);
+    }
+    else if (!strcmp(key, "retired")) d->retired_pending = na_or_int(v);
+    else if (!strcmp(key, "pcie")) {
+        if (na) d->pcie_cur_gen = NA;
+        else sscanf(v, "%d/%d/%d/%d", &d->pcie_cur_gen, &d->pcie_max_gen, &d->pcie_cur_width,
+                    &d->pcie_max_width);
+    }
+    else if (!strcmp(key, "replay")) {
+        d->replay = NA;
+        d->replay_step = 0;
+        if (!na) sscanf(v, "%lld+%d", &d->replay, &d->replay_step);
+    }
+    else if (!strcmp(key, "clocks")) d->clocks = na ? NA : (long long)strtoull(v, NULL, 0);
+    else if (!strcmp(key, "tlimit")) pair(v, &d->t_slow, &d->t_shut);
+    else if (!strcmp(key, "cmode")) d->cmode = na_or_int(v);
+    else if (!strcmp(key, "minor")) d->minor = na_or_int(v);
+    else if (!strcmp(key, "events")) d->events = na_or_int(v);
+    else if (!strcmp(key, "xid")) {
+        char *copy = strdup(v);
+        char *save = NULL;
+        for (char *p = strtok_r(copy, "+", &save); p && d->nxids < MAX_XIDS;
+             p = strtok_r(NULL, "+", &save))
+            d->xids[d->nxids++] = atoi(p);
+        free(copy);
+    }
+}
+
 static void parse_gpu(char *spec, int i)
 {
     struct fake_device *d = &gpus[i];
@@ -113,6 +172,12 @@ static void parse_gpu(char *spec, int i)
     d->temp = 40;
     d->power_mw = 60000;
     d->plimit_mw = 300000;
+    d->pcie_cur_gen = d->pcie_max_gen = 4;
+    d->pcie_cur_width = d->pcie_max_width = 16;
+    d->t_slow = 87;
+    d->t_shut = 92;
+    d->minor = i;
+    d->events = 1;
     snprintf(d->name, sizeof d->name, "%s", field ? field : "NVIDIA Fake GPU");
     snprintf(d->uuid, sizeof d->uuid, "GPU-fa4e0000-0000-0000-0000-%012d", i);
     snprintf(d->pci, sizeof d->pci, "00000000:%02X:00.0", 0x10 + i);
@@ -142,6 +207,7 @@ static void parse_gpu(char *spec, int i)
             d->ecc_volatile = vol;
             d->ecc_aggregate = agg;
         }
+        else parse_level1(d, field, v);
     }
     migs[i] = *d;
     migs[i].is_mig = 1;
@@ -261,6 +327,7 @@ const char *nvmlErrorString(nvmlReturn_t r)
     case 6: return "Not Found";
     case 9: return "Driver Not Loaded";
     case 12: return "NVML Shared Library Not Found";
+    case 10: return "Timeout";
     case 13: return "Function Not Found";
     case 15: return "GPU is lost";
     case 16: return "GPU requires restart";
@@ -535,5 +602,217 @@ nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int
     for (int i = 0; i < name_count; i++)
         if (names[i].pid == pid) return copy_string(names[i].name, name, length);
     return 6; /* NVML_ERROR_NOT_FOUND */
+}
+#endif
+
+/* -- level-1 health: ECC bookkeeping, PCIe, clocks, modes, device nodes, Xid events -------- */
+
+#ifndef OMIT_nvmlDeviceGetRemappedRows
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corr, unsigned int *unc,
+                                       unsigned int *pending, unsigned int *failure)
+{
+    ENTER_DEVICE(device);
+    if (device->remap_corr == NA) return 3;
+    *corr = (unsigned int)device->remap_corr;
+    *unc = (unsigned int)device->remap_unc;
+    *pending = (unsigned int)device->remap_pending;
+    *failure = (unsigned int)device->remap_failure;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetRetiredPagesPendingStatus
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *pending)
+{
+    ENTER_DEVICE(device);
+    if (device->retired_pending == NA) return 3;
+    *pending = device->retired_pending;
+    return 0;
+}
+#endif
+
+/* The four PCIe link reads: which = 0 current gen, 1 max gen, 2 current width, 3 max width. */
+static nvmlReturn_t pcie_link(nvmlDevice_t device, int which, unsigned int *out)
+{
+    if (device->pcie_cur_gen == NA) return 3;
+    const int values[] = {device->pcie_cur_gen, device->pcie_max_gen, device->pcie_cur_width,
+                          device->pcie_max_width};
+    *out = (unsigned int)values[which];
+    return 0;
+}
+
+#ifndef OMIT_nvmlDeviceGetCurrPcieLinkGeneration
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *gen)
+{
+    ENTER_DEVICE(device);
+    return pcie_link(device, 0, gen);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMaxPcieLinkGeneration
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *gen)
+{
+    ENTER_DEVICE(device);
+    return pcie_link(device, 1, gen);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetCurrPcieLinkWidth
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *width)
+{
+    ENTER_DEVICE(device);
+    return pcie_link(device, 2, width);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMaxPcieLinkWidth
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *width)
+{
+    ENTER_DEVICE(device);
+    return pcie_link(device, 3, width);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetPcieReplayCounter
+/* replay=N+STEP: N at the first read, STEP more at each later one (a link retrying now). */
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
+{
+    ENTER_DEVICE(device);
+    if (device->replay == NA) return 3;
+    *value = (unsigned int)device->replay;
+    device->replay += device->replay_step;
+    return 0;
+}
+#endif
+
+static nvmlReturn_t clock_reasons(nvmlDevice_t device, unsigned long long *reasons)
+{
+    if (device->clocks == NA) return 3;
+    *reasons = (unsigned long long)device->clocks;
+    return 0;
+}
+
+#ifndef OMIT_nvmlDeviceGetCurrentClocksEventReasons
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long *reasons)
+{
+    ENTER_DEVICE(device);
+    return clock_reasons(device, reasons);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetCurrentClocksThrottleReasons
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long *reasons)
+{
+    ENTER_DEVICE(device);
+    return clock_reasons(device, reasons);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetTemperatureThreshold
+/* threshold 0 = NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, 1 = ..._SLOWDOWN; others unsupported. */
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, int threshold,
+                                               unsigned int *temp)
+{
+    ENTER_DEVICE(device);
+    int value = threshold == 0 ? device->t_shut : threshold == 1 ? device->t_slow : NA;
+    if (value == NA) return 3;
+    *temp = (unsigned int)value;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetComputeMode
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
+{
+    ENTER_DEVICE(device);
+    if (device->cmode == NA) return 3;
+    *mode = device->cmode;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMinorNumber
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor)
+{
+    ENTER_DEVICE(device);
+    if (device->minor == NA) return 3;
+    *minor = (unsigned int)device->minor;
+    return 0;
+}
+#endif
+
+typedef struct fake_event_set {
+    unsigned long long types[MAX_GPUS]; /* event types registered, per physical GPU */
+} *nvmlEventSet_t;
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType, eventData;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+/* nvmlEventTypeSingleBitEccError | DoubleBitEccError | PState | XidCriticalError | Clock */
+enum { SUPPORTED_EVENTS = 0x1f, XID_CRITICAL = 0x8 };
+
+#ifndef OMIT_nvmlEventSetCreate
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    ENTER(-1);
+    *set = calloc(1, sizeof **set);
+    return *set ? 0 : 999;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetSupportedEventTypes
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types)
+{
+    ENTER_DEVICE(device);
+    if (device->events == NA) return 3;
+    *types = SUPPORTED_EVENTS;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceRegisterEvents
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types,
+                                      nvmlEventSet_t set)
+{
+    ENTER_DEVICE(device);
+    if (!set) return 2;
+    if (device->events == NA || device->is_mig || !(types & SUPPORTED_EVENTS)) return 3;
+    set->types[device->index] |= types & SUPPORTED_EVENTS;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlEventSetWait_v2
+/* The next queued Xid of a GPU registered for it, or NVML_ERROR_TIMEOUT (10) at once. */
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout)
+{
+    (void)timeout;
+    ENTER(-1);
+    if (!set) return 2;
+    for (int i = 0; i < gpu_count; i++) {
+        struct fake_device *d = &gpus[i];
+        if (!(set->types[i] & XID_CRITICAL) || d->xid_next >= d->nxids) continue;
+        memset(data, 0, sizeof *data);
+        data->device = d;
+        data->eventType = XID_CRITICAL;
+        data->eventData = (unsigned long long)d->xids[d->xid_next++];
+        data->gpuInstanceId = data->computeInstanceId = 0xFFFFFFFF;
+        return 0;
+    }
+    return 10;
+}
+#endif
+
+#ifndef OMIT_nvmlEventSetFree
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    ENTER(-1);
+    free(set);
+    return 0;
 }
 #endif

@@ -1,0 +1,218 @@
+"""Level-1 health: is each GPU fit to train on, from reads only (NVML and the OS; no framework,
+no CUDA context). What ``dcgmi diag -r 1`` and the GPU operator's validator look at, and more.
+
+``level1(environ=None, *, window_s=0.0) -> HealthReport``
+    One NVML session (the probe's: ``probe(health=True, during=...)``) reads every GPU's facts,
+    its raw health, the level-1 reads (``level1_reads``) and NVML's critical-Xid events (for
+    ``window_s`` seconds; 0: those already queued); then the device nodes (``devnodes``) and
+    the kernel log's Xids since boot (``xid``) are read and everything is judged
+    (``findings``). Never raises for NVML trouble: a failed NVML is a node finding.
+``HealthReport``
+    ``host`` (the ``HostState`` read on the way: use it as the command's probe), ``gpus``
+    (``GpuVerdict`` per NVML GPU: ``index``, ``verdict``, ``findings``, ``checks``: each of
+    ``findings.GPU_CHECKS`` -> "pass" or its worst finding's effect), ``node``
+    (findings about the whole node: ``/dev/nvidiactl``, ``/dev/nvidia-uvm``, the kernel log,
+    Xids of GPUs NVML no longer lists, NVML itself); ``verdict`` (the worst over the visible
+    GPUs and the node), ``findings`` (all), ``to_json()`` (``envcheck.health/1``),
+    ``gpu_section(index)`` (one GPU's versioned ``health`` section, for
+    ``envcheck.validation/1``), ``envelope()``.
+
+A GPU's verdict counts the node's findings too (without ``/dev/nvidia-uvm`` no GPU trains).
+n/a findings never make a GPU ready or not: they are listed, and the check is not a pass.
+
+Test seams (not user options): ``ENVCHECK_TEST_DEV_DIR``, a folder read instead of ``/dev``
+(``devnodes.py``), and ``ENVCHECK_TEST_KERNEL_LOG``, a file read instead of the kernel log
+(``xid.py``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from ..results import Result, envelope
+from .devnodes import CONTROL, UVM, dev_dir, node_problem
+from .findings import (COMPUTE_MODES, GPU_CHECKS, Finding, GpuInput, check_states,
+                       gpu_findings, reason_names, verdict, xid_findings)
+from .level1_reads import Level1Session
+from .probe import Gpu, HostState, probe
+from .xid import KernelXid, kernel_xids, pci_key
+
+SCHEMA = "envcheck.health/1"
+SECTION_VERSION = 1  # of the per-GPU section, which travels inside other documents
+LEVEL = 1
+NODE_CHECKS = ("nvml", "device-nodes", "kernel-log")
+
+
+@dataclass
+class GpuVerdict:
+    index: int
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None
+    visible: bool
+    verdict: str
+    findings: list[Finding]
+    checks: dict[str, str]
+    readings: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": SECTION_VERSION, "level": LEVEL, "gpu": self.index, "name": self.name,
+                "uuid": self.uuid, "pci_bus_id": self.pci_bus_id, "visible": self.visible,
+                "verdict": self.verdict, "checks": dict(self.checks),
+                "findings": [f.to_json() for f in self.findings],
+                "readings": self.readings}
+
+
+@dataclass
+class HealthReport(Result):
+    schema: ClassVar[str] = SCHEMA
+    host: HostState
+    gpus: list[GpuVerdict] = field(default_factory=list)
+    node: list[Finding] = field(default_factory=list)
+    kernel_log: str = "read"  # "read", or why it was not
+
+    @property
+    def verdict(self) -> str:
+        """The worst of the node's and the visible GPUs' verdicts."""
+        verdicts = {verdict(self.node), *(g.verdict for g in self.gpus if g.visible)}
+        return next(v for v in ("not-ready", "degraded", "ready") if v in verdicts)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.node + [f for g in self.gpus for f in g.findings]
+
+    def gpu_section(self, index: int) -> dict[str, Any] | None:
+        """The ``health`` section of GPU ``index`` (versioned), or None for no such GPU."""
+        return next((g.to_json() for g in self.gpus if g.index == index), None)
+
+    def envelope(self) -> dict:
+        worst = self.verdict
+        if worst == "ready":
+            return envelope("ready")
+        first = next(f for f in self.findings if f.effect == worst)
+        where = "node" if first.gpu is None else f"GPU {first.gpu}"
+        return envelope(worst, f"{where}: {first.measured}", first.action)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.verdict == "not-ready" else 0
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "level": LEVEL,
+            "verdict": self.verdict,
+            "node": {"checks": check_states(self.node, NODE_CHECKS),
+                     "findings": [f.to_json() for f in self.node],
+                     "kernel_log": self.kernel_log},
+            "gpus": [g.to_json() for g in self.gpus],
+            "summary": [{"gpu": g.index, "verdict": g.verdict,
+                         "findings": [f.id for f in g.findings]} for g in self.gpus],
+            "drain": [g.index for g in self.gpus if g.verdict == "not-ready"],
+        }
+
+
+def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0) -> HealthReport:
+    """Read and judge level-1 health; see the module docstring."""
+    env = os.environ if environ is None else environ
+    session = Level1Session(window_s)
+    host = probe(env, health=True, during=session)
+    xids, why_not = kernel_xids(env)
+    folder = dev_dir(env)
+    report = HealthReport(host, kernel_log="read" if why_not is None else why_not)
+    report.node = _node_findings(host, folder, xids, why_not)
+    for gpu in host.gpus:
+        mine = None if xids is None else [x for x in xids if x.pci == pci_key(gpu.pci_bus_id)]
+        reads = session.reads.get(gpu.index) if gpu.status == "ok" else None
+        found = gpu_findings(GpuInput(gpu, reads, mine, why_not, folder))
+        blocking = [f for f in report.node if f.effect in ("not-ready", "degraded")]
+        report.gpus.append(GpuVerdict(
+            gpu.index, gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.visible,
+            verdict(found + blocking), found, _checks(found, reads is not None),
+            _readings(gpu, reads, mine)))
+    return report
+
+
+def _checks(found: list[Finding], read: bool) -> dict[str, str]:
+    """Each check's outcome; a GPU NVML could not read passes nothing: n/a but for NVML itself
+    and the kernel log."""
+    states = check_states(found, GPU_CHECKS)
+    if not read:
+        states.update({c: "n/a" for c, state in states.items()
+                       if state == "pass" and c not in ("nvml", "xid-kernel-log")})
+    return states
+
+
+def _node_findings(host: HostState, folder: str, xids: list[KernelXid] | None,
+                   why_not: str | None) -> list[Finding]:
+    found = []
+    if not host.ok:
+        found.append(Finding(f"nvml-{host.nvml_status}", "nvml", "not-ready", None,
+                             f"NVML: {host.message}", "NVML could not be read", host.fix))
+    for name in (CONTROL, UVM):
+        problem = node_problem(folder, name, open_it=True)
+        if problem is not None:
+            found.append(_node_finding(folder, name, problem))
+    if why_not is not None:
+        found.append(Finding("kernel-log-na", "kernel-log", "n/a", None,
+                             f"Xids since boot: n/a ({why_not})",
+                             "the kernel log could not be read, so past Xid errors are not "
+                             "known"))
+    known = {pci_key(g.pci_bus_id) for g in host.gpus}
+    for pci in dict.fromkeys(x.pci for x in xids or [] if x.pci not in known):
+        lost = [x for x in xids if x.pci == pci]
+        found += [Finding(f.id, "kernel-log", f.effect, None,
+                          f"PCI {pci}, a GPU NVML does not list: {f.measured}", f.cause,
+                          f.action)
+                  for f in xid_findings(None, "kernel-log", [x.code for x in lost],
+                                        "in the kernel log since boot", [x.line for x in lost])]
+    return found
+
+
+def _node_finding(folder: str, name: str, problem: str) -> Finding:
+    path = f"{folder.rstrip('/')}/{name}"
+    if name == UVM:
+        cause = ("CUDA's unified-memory device is absent: every CUDA call fails although NVML "
+                 "and nvidia-smi answer" if problem == "missing" else
+                 "CUDA's unified-memory device can't be opened: every CUDA call fails")
+        action = ("`sudo nvidia-modprobe -u -c=0` (loads nvidia-uvm and creates the node); in "
+                  "a container, start it with the NVIDIA runtime") if problem == "missing" else (
+            "give this user access to it (permissions, the container's device cgroup)")
+    else:
+        cause = "the driver's control device, which every CUDA process opens"
+        action = ("`sudo nvidia-modprobe -c=0`; in a container, start it with the NVIDIA "
+                  "runtime (`--gpus`)") if problem == "missing" else (
+            "give this user access to it (group video, the container's device cgroup)")
+    fid = f"{name}-missing" if problem == "missing" else f"{name}-no-access"
+    return Finding(fid, "device-nodes", "not-ready", None, f"{path}: {problem}", cause, action)
+
+
+def _readings(gpu: Gpu, reads: Any, xids: list[KernelXid] | None) -> dict[str, Any]:
+    """The raw values behind the verdict, and why each missing one is missing."""
+    health = gpu.health
+    data: dict[str, Any] = {
+        "status": gpu.status,
+        "memory_used_mib": gpu.memory_used_mib, "memory_total_mib": gpu.memory_total_mib,
+        "persistence_mode": gpu.persistence_mode, "mig_mode": gpu.mig_mode,
+        "mig_devices": len(gpu.mig_devices),
+        "kernel_xids": None if xids is None else [x.code for x in xids],
+    }
+    unavailable = dict(gpu.unavailable)
+    if health is not None:
+        data.update(temperature_c=health.temperature_c,
+                    utilization_gpu_pct=health.utilization_gpu_pct,
+                    ecc_uncorrected_volatile=health.ecc_uncorrected_volatile,
+                    ecc_uncorrected_aggregate=health.ecc_uncorrected_aggregate,
+                    processes=None if health.processes is None else [
+                        {"pid": p.pid, "name": p.name, "used_memory_mib": p.used_memory_mib}
+                        for p in health.processes])
+        unavailable.update(health.unavailable)
+    if reads is not None:
+        data.update({k: v for k, v in vars(reads).items() if k != "unavailable"})
+        if reads.clock_event_reasons is not None:
+            data["clock_event_reasons"] = reason_names(reads.clock_event_reasons)
+        if reads.compute_mode is not None:
+            data["compute_mode"] = COMPUTE_MODES.get(reads.compute_mode, reads.compute_mode)
+        unavailable.update(reads.unavailable)
+    data["unavailable"] = unavailable
+    return data
