@@ -9,7 +9,7 @@ import sys
 
 from conftest import clean_env
 from fake_nvml import A100
-from test_select import envcheck, make_env, ranking
+from test_select import envcheck, make_env, ranking, select
 
 OLD = {"FAKE_NVML_DRIVER": "418.39", "FAKE_NVML_CUDA": "10010"}
 
@@ -17,7 +17,7 @@ OLD = {"FAKE_NVML_DRIVER": "418.39", "FAKE_NVML_CUDA": "10010"}
 def test_an_old_driver_gets_the_driver_upgrade_it_needs_not_a_create(home, wheelhouse, fake_nvml):
     make_env(home, wheelhouse, "tf-gpu", "tensorflow==2.21.0")
     env = fake_nvml.env([A100], ENVCHECK_HOME=str(home), **OLD)
-    r = envcheck(env, "select", "--require-gpu", "--json")
+    r = select(fake_nvml, env, require_gpu=True)
     warning = r.json()["warning"]
     assert r.code == 1 and "upgrade the NVIDIA driver (now 418.39): >= 450.80.02 for preset" in warning
     assert ">= 525.60.13 for preset tensorflow-gpu-cuda12" in warning
@@ -42,7 +42,7 @@ def test_a_cpu_only_build_ranks_above_a_gpu_build_that_cant_use_a_gpu(home, whee
     make_env(home, wheelhouse, "a-gpu", "tensorflow==2.21.0")
     make_env(home, wheelhouse, "b-cpu", "tensorflow-cpu==2.21.0")
     env = fake_nvml.env([A100], lib_dir=tmp_path, ENVCHECK_HOME=str(home))  # no NVML here
-    r = envcheck(env, "select", "--json")
+    r = select(fake_nvml, env)
     assert ranking(r) == [("b-cpu", "cpu"), ("a-gpu", "cpu")]
     assert r.json()["ranking"][1]["why_cpu"] == "no-gpu"
     text = envcheck(env, "select").out

@@ -5,9 +5,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import clean_env
 
 
+@pytest.mark.slow
 def test_tensorflow_cpu_preset_env_imports_tensorflow(tf_home, tf_python):
     listing = subprocess.run([sys.executable, "-m", "envcheck", "env", "show", "tf", "--json"],
                              capture_output=True, text=True, env=clean_env(ENVCHECK_HOME=str(tf_home)))

@@ -10,16 +10,38 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, clean_env
+from envcheck.paths import Home
 from fake_nvml import A100
 from test_select import envcheck, make_env
 
 
-@pytest.fixture
-def gated(home, wheelhouse, fake_nvml):
+def make_gated(home: Path, wheelhouse: Path, fake_nvml) -> dict:
+    """Env tf in ``home``, validated on the fake A100 host; that host's environment."""
     make_env(home, wheelhouse, "tf", "tensorflow-cpu==2.21.0")
     env = fake_nvml.env([A100], FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040", ENVCHECK_HOME=str(home))
     assert envcheck(env, "validate", "tf", "--no-smoke").code == 0
     return env
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory, wheelhouse, fake_nvml) -> dict:
+    return make_gated(tmp_path_factory.mktemp("gate-home"), wheelhouse, fake_nvml)
+
+
+@pytest.fixture
+def gated(validated):
+    """The validated env, made once per module: a check that misses stores a fresh report,
+    so each test starts from the report the validation stored and gets it back after. Tests
+    that change the env itself take ``fresh_gated``."""
+    report = Home(validated["ENVCHECK_HOME"]).report("tf")
+    stored = report.read_bytes()
+    yield validated
+    report.write_bytes(stored)
+
+
+@pytest.fixture
+def fresh_gated(home, wheelhouse, fake_nvml):
+    return make_gated(home, wheelhouse, fake_nvml)
 
 
 def gate(env: dict, *args: str) -> dict:
@@ -43,11 +65,11 @@ def test_visible_devices_change_misses(gated):
     assert not gate({**gated, "CUDA_VISIBLE_DEVICES": ""})["cached"]
 
 
-def test_package_change_misses(gated, wheelhouse):
-    assert envcheck(gated, "env", "add", "tf", "alpha", "--no-index", "--find-links", str(wheelhouse)).code == 0
-    first = gate(gated)
+def test_package_change_misses(fresh_gated, wheelhouse):
+    assert envcheck(fresh_gated, "env", "add", "tf", "alpha", "--no-index", "--find-links", str(wheelhouse)).code == 0
+    first = gate(fresh_gated)
     assert not first["cached"] and first["ready"]
-    assert gate(gated)["cached"]  # the fresh result was stored
+    assert gate(fresh_gated)["cached"]  # the fresh result was stored
 
 
 def test_max_age(gated):
@@ -79,6 +101,7 @@ def test_ensure_ready_raises_not_ready_without_importing_frameworks(tmp_path):
     assert out["frameworks"] == [] and out["fix"]
 
 
+@pytest.mark.slow
 def test_ensure_ready_in_a_validated_env_answers_from_its_report(tf_home, tf_python):
     """Inside an envcheck env (the real TensorFlow one): ready, from the stored report, no TF import."""
     assert envcheck(clean_env(ENVCHECK_HOME=str(tf_home)), "validate", "tf", "--no-smoke").code == 0
@@ -119,10 +142,10 @@ def test_a_stored_failure_stands_against_a_quicker_check(home, tmp_path):
     assert (home / "envs" / "bad" / "envcheck-report.json").read_text() == stored
 
 
-def test_a_deleted_interpreter_misses_the_stored_pass(gated, home):
-    assert gate(gated)["cached"]
+def test_a_deleted_interpreter_misses_the_stored_pass(fresh_gated, home):
+    assert gate(fresh_gated)["cached"]
     (home / "envs" / "tf" / "bin" / "python").unlink()
-    data = gate(gated)
+    data = gate(fresh_gated)
     assert not data["ready"] and not data["cached"] and "interpreter" in data["reason"]
 
 
@@ -142,10 +165,10 @@ print(json.dumps(out))
 """
 
 
-def test_ensure_ready_works_inside_every_env_envcheck_creates(gated, home, tmp_path):
+def test_ensure_ready_works_inside_every_env_envcheck_creates(gated, tmp_path):
     """The env's own python imports envcheck through the env's gate link, answers from the
     stored report, and imports nothing but the standard library and envcheck."""
-    python = home / "envs" / "tf" / "bin" / "python"
+    python = Path(gated["ENVCHECK_HOME"]) / "envs" / "tf" / "bin" / "python"
     assert subprocess.run([str(python), "-c", "import click"], capture_output=True).returncode != 0
     env = {k: v for k, v in gated.items() if k not in ("ENVCHECK_HOME",)}
     proc = subprocess.run([str(python), "-c", GATE_IN_ENV], capture_output=True, text=True,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from conftest import clean_env
-from test_gate import gate, gated  # noqa: F401  (the fixture)
+from test_gate import fresh_gated, gate  # noqa: F401  (the fixture: these tests change the env's files)
 from test_select import envcheck, make_env
 
 
@@ -18,30 +18,30 @@ def standin_package(home):
     return site / "tensorflow_cpu_standin"
 
 
-def test_moving_the_framework_package_away_misses_the_stored_pass(gated, home, tmp_path):
-    assert gate(gated)["cached"]
+def test_moving_the_framework_package_away_misses_the_stored_pass(fresh_gated, home, tmp_path):
+    assert gate(fresh_gated)["cached"]
     shutil.move(str(standin_package(home)), str(tmp_path / "moved"))
-    assert not gate(gated)["cached"]
-    smoke = envcheck(gated, "check", "--env", "tf", "--json", "--smoke")
+    assert not gate(fresh_gated)["cached"]
+    smoke = envcheck(fresh_gated, "check", "--env", "tf", "--json", "--smoke")
     assert smoke.code == 1 and not smoke.json()["ready"] and not smoke.json()["cached"]
 
 
-def test_an_edited_package_init_misses_the_stored_pass(gated, home):
-    assert gate(gated)["cached"]
+def test_an_edited_package_init_misses_the_stored_pass(fresh_gated, home):
+    assert gate(fresh_gated)["cached"]
     with open(standin_package(home) / "__init__.py", "a") as fh:
         fh.write("raise ImportError('edited behind envcheck')\n")
-    data = gate(gated)
+    data = gate(fresh_gated)
     assert not data["cached"]
-    assert gate(gated)["cached"]  # the new state was validated and stored
+    assert gate(fresh_gated)["cached"]  # the new state was validated and stored
 
 
-def test_bytecode_the_env_writes_keeps_the_stored_pass(gated, home):
+def test_bytecode_the_env_writes_keeps_the_stored_pass(fresh_gated, home):
     """Importing writes __pycache__ folders into site-packages and its packages: no change."""
-    assert gate(gated)["cached"]
+    assert gate(fresh_gated)["cached"]
     python = home / "envs" / "tf" / "bin" / "python"
     subprocess.run([str(python), "-c", "import tensorflow_cpu_standin"], capture_output=True, timeout=60)
     assert (standin_package(home) / "__pycache__").is_dir()
-    assert gate(gated)["cached"]
+    assert gate(fresh_gated)["cached"]
 
 
 def imported_modules(importtime_stderr):

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import Result, clean_env
 from envcheck.envs import manifest as mf
 from envcheck.frameworks import detect
 from envcheck.paths import Home
@@ -69,6 +73,29 @@ def test_a_v1_manifest_lists_ready_with_frameworks_and_add_rewrites_it_as_v2(cli
     assert data["frameworks"] == ["tensorflow", "torch"] and data["requested"] == ["tensorflow-cpu==2.21.0", "torch"]
 
 
+@pytest.fixture(scope="module")
+def with_good(tmp_path_factory, wheelhouse) -> Path:
+    """A home with env ``good``, made once: the tests beside it only read it."""
+    home = tmp_path_factory.mktemp("manifest-home")
+    (home / "presets").mkdir()
+    (home / "presets" / "tiny.toml").write_text(TINY)
+    assert run(home, "env", "create", "good", "--preset", "tiny", *offline(wheelhouse)).code == 0
+    return home
+
+
+def run(home: Path, *args: str) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
+                          env=clean_env(ENVCHECK_HOME=str(home)), timeout=600)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def beside_good(with_good: Path):
+    """Envcheck run against ``with_good``'s home; an env ``bad`` a failing test left is cleared."""
+    yield lambda *args: run(with_good, *args)
+    shutil.rmtree(with_good / "envs" / "bad", ignore_errors=True)
+
+
 @pytest.mark.parametrize("change, needle, fix", [
     ({"schema": "envcheck.manifest/7"}, "newer envcheck", "upgrade envcheck"),
     ({"python": "3.11"}, "field 'python'", "env remove bad"),
@@ -77,9 +104,9 @@ def test_a_v1_manifest_lists_ready_with_frameworks_and_add_rewrites_it_as_v2(cli
     ({"preset": {"name": "x\nevilpkg==6.6.6"}}, "field 'preset.name'", "env remove bad"),
     ({"state": None}, "field 'state'", "env remove bad"),
 ])
-def test_a_bad_manifest_breaks_only_its_env(cli, home, presets, wheelhouse, change, needle, fix):
-    for name in ("bad", "good"):
-        assert cli("env", "create", name, "--preset", "tiny", *offline(wheelhouse)).code == 0
+def test_a_bad_manifest_breaks_only_its_env(beside_good, with_good, wheelhouse, change, needle, fix):
+    cli, home = beside_good, with_good
+    assert cli("env", "create", "bad", "--preset", "tiny", *offline(wheelhouse)).code == 0
     data = json.loads(manifest(home, "bad").read_text())
     manifest(home, "bad").write_text(json.dumps({**data, **change}))
 

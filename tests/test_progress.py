@@ -25,6 +25,7 @@ import pytest
 
 from conftest import clean_env
 from envcheck.envs.install_output import reader
+from envcheck.paths import Home
 from envcheck.progress import Progress
 from wheelhouse import build_wheel, offline
 
@@ -173,17 +174,30 @@ def served(tmp_path: Path) -> str:
     server.server_close()
 
 
-@pytest.fixture
-def standin(home: Path, tmp_path: Path) -> str:
-    """A ready env ``s`` whose framework is ``STANDIN_TF``."""
-    wheels = tmp_path / "standin"
+@pytest.fixture(scope="module")
+def standin_home(tmp_path_factory) -> Path:
+    """A home with a ready env ``s`` whose framework is ``STANDIN_TF``, made once per module."""
+    tmp = tmp_path_factory.mktemp("standin")
+    home = tmp / "home"
+    home.mkdir()
+    wheels = tmp / "standin"
     build_wheel(wheels, "tensorflow-cpu", "2.21.0", files={"tensorflow/__init__.py": STANDIN_TF})
-    preset = tmp_path / "s.toml"
+    preset = tmp / "s.toml"
     preset.write_text(TINY.format(packages='"tensorflow-cpu==2.21.0"'))
     r = piped(home, "-q", "env", "create", "s", "--preset-file", str(preset), "--no-index",
               "--find-links", str(wheels))
     assert r.code == 0, r.err
-    return "s"
+    return home
+
+
+@pytest.fixture
+def standin(standin_home: Path) -> str:
+    """Env ``s`` of ``standin_home``, as just made: never validated (a report the test's
+    validation stored is removed after it)."""
+    report = Home(standin_home).report("s")
+    assert not report.exists()
+    yield "s"
+    report.unlink(missing_ok=True)
 
 
 # -- env create on a terminal ---------------------------------------------------------------
@@ -278,8 +292,8 @@ def test_env_add_shows_the_backup_then_the_install(home, presets, wheelhouse):
 
 # -- validate and doctor: each device ---------------------------------------------------------
 
-def test_validate_shows_each_device_as_it_starts_and_ends(home, standin):
-    r = piped(home, "validate", standin, "--devices", "cpu:0,cpu:1", "--timeout", "60")
+def test_validate_shows_each_device_as_it_starts_and_ends(standin_home, standin):
+    r = piped(standin_home, "validate", standin, "--devices", "cpu:0,cpu:1", "--timeout", "60")
     assert r.code == 1  # the stand-in's fit fails on every device
     said = [re.sub(rf" \[{ELAPSED}\]$", "", ln) for ln in plain_lines(r.err)]
     assert said[0] == "envcheck: validating env s"
@@ -297,10 +311,10 @@ def test_validate_shows_each_device_as_it_starts_and_ends(home, standin):
     assert "cpu:0" in r.out and "verdict: not-ready" in r.out  # the report itself: stdout
 
 
-def test_validate_json_stays_one_document_on_a_terminal_and_off_it(home, standin):
-    quiet = piped(home, "validate", standin, "--devices", "cpu:0,cpu:1", "--json")
+def test_validate_json_stays_one_document_on_a_terminal_and_off_it(standin_home, standin):
+    quiet = piped(standin_home, "validate", standin, "--devices", "cpu:0,cpu:1", "--json")
     assert quiet.err == ""
-    live = on_terminal(home, "validate", standin, "--devices", "cpu:0,cpu:1", "--json")
+    live = on_terminal(standin_home, "validate", standin, "--devices", "cpu:0,cpu:1", "--json")
     for run in (quiet, live):
         assert run.code == 1
         (report,) = json.loads(run.out)["reports"]
@@ -309,8 +323,8 @@ def test_validate_json_stays_one_document_on_a_terminal_and_off_it(home, standin
     assert any(re.search(rf"env s: cpu:1: smoke fit · {ELAPSED}", f) for f in shown), shown
 
 
-def test_doctor_shows_the_ranking_then_the_chosen_envs_devices(home, standin, tmp_path):
-    r = piped(home, "doctor", "--timeout", "60", LD_LIBRARY_PATH=str(tmp_path))  # no NVML here
+def test_doctor_shows_the_ranking_then_the_chosen_envs_devices(standin_home, standin, tmp_path):
+    r = piped(standin_home, "doctor", "--timeout", "60", LD_LIBRARY_PATH=str(tmp_path))  # no NVML here
     lines = plain_lines(r.err)
     assert lines[0] == "envcheck: doctor: reading the GPUs and ranking the envs"
     assert re.fullmatch(rf"envcheck: doctor: chose env s in {ELAPSED}", lines[1])
@@ -318,6 +332,7 @@ def test_doctor_shows_the_ranking_then_the_chosen_envs_devices(home, standin, tm
     assert any(ln.startswith("envcheck: env s: cpu:0: fail, ") for ln in lines)
 
 
+@pytest.mark.slow
 def test_a_real_fit_shows_its_ms_per_step(tf_home):
     r = piped(tf_home, "validate", "tf", "--devices", "cpu")
     assert r.code == 0, r.err

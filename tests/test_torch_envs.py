@@ -4,6 +4,8 @@ NVML; `compat --env`, `select`, `provision --auto --framework torch`, `run --npr
 preset's `indexes`, and `check`/`doctor --framework`.
 
 The stand-ins don't import, so every validation here runs with --no-smoke (or none at all).
+`compat --env` and `select` are judged in process (their use cases on a Session with the
+host the fake NVML gives injected); `select`'s text, provision, run and check run as commands.
 """
 from __future__ import annotations
 
@@ -22,7 +24,10 @@ import pytest
 from conftest import Result, clean_env
 from fake_nvml import A100, T4, FakeNvml
 from loopback import holding_server
-from test_select import envcheck, make_env
+from envcheck.paths import Home
+from envcheck.usecases.compat import judge_compat
+from envcheck.usecases.session import Session
+from test_select import envcheck, host_of, make_env, select
 from wheelhouse import offline
 
 pytestmark = pytest.mark.timeout(180)
@@ -79,6 +84,14 @@ def manifest(home: Path, name: str) -> dict:
 
 def host(fake_nvml: FakeNvml, home: Path, gpus=(A100,), **extra: str) -> dict[str, str]:
     return fake_nvml.env(gpus=gpus, ENVCHECK_HOME=str(home), **extra)
+
+
+def compat(fake_nvml: FakeNvml, env: dict[str, str], **options) -> Result:
+    """`envcheck compat --json` in process: the use case on the home of ``env`` with its host
+    (read from the fake NVML) injected; its exit code and JSON document."""
+    session = Session(Home(Path(env["ENVCHECK_HOME"])), host=host_of(fake_nvml, env))
+    result = judge_compat(session, **options)
+    return Result(result.exit_code, json.dumps(result.to_json()), "")
 
 
 def tiers(result: Result) -> dict[str, str]:
@@ -158,7 +171,7 @@ def test_stand_in_wheels_install_with_their_nvidia_runtime_and_a_local_version(t
 
 def test_compat_on_an_old_driver_t4(fake_nvml, torch_home):
     env = host(fake_nvml, torch_home, gpus=(T4,), **OLD_DRIVER)
-    cu11 = fake_nvml.cli(env, "compat", "--env", "cu11", "--json")
+    cu11 = compat(fake_nvml, env, env_name="cu11")
     assert cu11.code == 0, cu11.err
     doc = cu11.json()
     assert (doc["framework"], doc["version"], doc["verdict"], doc["uses_gpu"]) == ("torch", "2.0.1", "ok", True)
@@ -169,7 +182,7 @@ def test_compat_on_an_old_driver_t4(fake_nvml, torch_home):
     assert any("470.57.02 >= 450.80.02" in r for r in doc["reasons"])
     assert any("7.5" in r and "native code" in r for r in doc["reasons"])  # sm_75 is compiled in
 
-    cu12 = fake_nvml.cli(env, "compat", "--env", "cu12", "--json")
+    cu12 = compat(fake_nvml, env, env_name="cu12")
     assert cu12.code == 1
     doc = cu12.json()
     assert (doc["version"], doc["verdict"], doc["uses_gpu"]) == ("2.10.0", "fail", False)
@@ -178,7 +191,7 @@ def test_compat_on_an_old_driver_t4(fake_nvml, torch_home):
     assert doc["fixes"][0] == "upgrade the NVIDIA driver to >= 525.60.13"
     assert any("torch==2.0.*" in fix for fix in doc["fixes"])  # the release that runs here
 
-    cpu = fake_nvml.cli(env, "compat", "--env", "cpu", "--json")
+    cpu = compat(fake_nvml, env, env_name="cpu")
     assert cpu.code == 0
     doc = cpu.json()
     assert (doc["version"], doc["verdict"], doc["uses_gpu"]) == ("2.13.0+cpu", "ok", False)
@@ -189,7 +202,7 @@ def test_compat_on_a_new_driver_a100(fake_nvml, torch_home):
     env = host(fake_nvml, torch_home, gpus=(A100,), **NEW_DRIVER)
     for name, cuda, runtime, minimum in (("cu11", "11.7", "nvidia-cuda-runtime-cu11 11.7.99", "450.80.02"),
                                          ("cu12", "12.8", "nvidia-cuda-runtime-cu12 12.8.90", "525.60.13")):
-        r = fake_nvml.cli(env, "compat", "--env", name, "--json")
+        r = compat(fake_nvml, env, env_name=name)
         assert r.code == 0, (name, r.out, r.err)
         doc = r.json()
         assert (doc["verdict"], doc["uses_gpu"]) == ("ok", True), doc
@@ -202,16 +215,16 @@ def test_the_runtime_wheel_not_the_release_default_decides(fake_nvml, torch_home
     """torch 2.13's release default, CUDA 13, needs driver 580; the env's CUDA 12.8 runtime
     wheel says CUDA 12.8, which driver 550 runs."""
     env = host(fake_nvml, torch_home, gpus=(A100,), **NEW_DRIVER)
-    default = fake_nvml.cli(env, "compat", "--framework", "torch==2.13.0", "--json")
+    default = compat(fake_nvml, env, framework="torch==2.13.0")
     assert default.code == 1 and "needs driver >= 580" in default.json()["reasons"][0]
-    r = fake_nvml.cli(env, "compat", "--env", "t13", "--json")
+    r = compat(fake_nvml, env, env_name="t13")
     assert r.code == 0, (r.out, r.err)
     doc = r.json()
     assert doc["verdict"] != "fail" and doc["uses_gpu"] is True
     assert (doc["build"]["cuda"], doc["build"]["cudnn"]) == ("12.8", "9.10")
     assert doc["build"]["driver"]["min_driver"] == "525.60.13"
     assert "not the release's default 13.0" in doc["build"]["notes"][0]
-    old = fake_nvml.cli(host(fake_nvml, torch_home, gpus=(T4,), **OLD_DRIVER), "compat", "--env", "t13", "--json")
+    old = compat(fake_nvml, host(fake_nvml, torch_home, gpus=(T4,), **OLD_DRIVER), env_name="t13")
     assert old.code == 1 and "(CUDA 12.8): needs driver >= 525.60.13" in old.json()["reasons"][0]
 
 
@@ -219,7 +232,7 @@ def test_the_runtime_wheel_not_the_release_default_decides(fake_nvml, torch_home
 
 def test_select_on_the_old_driver_puts_only_the_cuda11_env_on_the_gpu(fake_nvml, torch_home):
     env = host(fake_nvml, torch_home, gpus=(T4,), **OLD_DRIVER)
-    r = fake_nvml.cli(env, "select", "--json")
+    r = select(fake_nvml, env)
     got = tiers(r)
     assert (got["cu11"], got["cu12"], got["cpu"]) == ("gpu", "cpu", "cpu")
     assert r.json()["selected"] == "cu11"
@@ -228,7 +241,7 @@ def test_select_on_the_old_driver_puts_only_the_cuda11_env_on_the_gpu(fake_nvml,
     assert rows["cpu"]["why_cpu"] is None and "CPU-only build" in rows["cpu"]["reason"]
     assert rows["cu11"]["framework"] == "torch" and rows["cu11"]["version"] == "2.0.1"
 
-    only_torch = fake_nvml.cli(env, "select", "--framework", "torch", "--json")
+    only_torch = select(fake_nvml, env, framework="torch")
     got = tiers(only_torch)
     assert (got["cu11"], got["cu12"], got["cpu"]) == ("gpu", "cpu", "cpu") and "tf" not in got
     assert only_torch.json()["selected"] == "cu11"
@@ -239,18 +252,18 @@ def test_select_on_the_old_driver_puts_only_the_cuda11_env_on_the_gpu(fake_nvml,
 
 def test_select_on_the_new_driver_puts_both_cuda_envs_on_the_gpu(fake_nvml, torch_home):
     env = host(fake_nvml, torch_home, gpus=(A100,), **NEW_DRIVER)
-    got = tiers(fake_nvml.cli(env, "select", "--json"))
+    got = tiers(select(fake_nvml, env))
     assert (got["cu11"], got["cu12"], got["t13"], got["cpu"]) == ("gpu", "gpu", "gpu", "cpu")
-    got = tiers(fake_nvml.cli(env, "select", "--framework", "torch", "--json"))
+    got = tiers(select(fake_nvml, env, framework="torch"))
     assert (got["cu11"], got["cu12"], got["cpu"]) == ("gpu", "gpu", "cpu") and "tf" not in got
 
 
 def test_select_with_a_framework_reads_the_runtime_wheel_too(fake_nvml, torch_home):
     env = host(fake_nvml, torch_home, gpus=(T4,), **OLD_DRIVER)
-    def reasons(*args: str) -> dict[str, str]:
-        return {x["name"]: x["reason"] for x in fake_nvml.cli(env, "select", *args, "--json").json()["ranking"]}
+    def reasons(**options: str) -> dict[str, str]:
+        return {x["name"]: x["reason"] for x in select(fake_nvml, env, **options).json()["ranking"]}
 
-    plain, only = reasons(), reasons("--framework", "torch")
+    plain, only = reasons(), reasons(framework="torch")
     assert "(CUDA 12.8): needs driver >= 525.60.13" in plain["t13"]
     assert only["t13"] == plain["t13"]
 

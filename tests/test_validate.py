@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Result, clean_env
+from envcheck.validation.smoke import RUNNER
 from wheelhouse import build_wheel
 
 STANDINS = {
@@ -43,6 +44,7 @@ def check(report: dict, check_id: str) -> dict:
     return next(c for c in report["checks"] if c["id"] == check_id)
 
 
+@pytest.mark.slow
 def test_cpu_smoke_on_real_tensorflow(tf_home):
     r = envcheck(tf_home, "validate", "tf", "--devices", "cpu", "--json")
     assert r.code == 0, r.err
@@ -59,6 +61,7 @@ def test_cpu_smoke_on_real_tensorflow(tf_home):
     assert stored["verdict"] == report["verdict"] and stored["fingerprint"]["packages"]
 
 
+@pytest.mark.slow
 def test_two_logical_cpu_replicas(tf_home):
     r = envcheck(tf_home, "validate", "tf", "--devices", "cpu:0,cpu:1", "--json")
     assert r.code == 0, r.err
@@ -75,6 +78,7 @@ def test_two_logical_cpu_replicas(tf_home):
     assert "logical CPU devices share this host's" in check(report, "multi-replica")["detail"]
 
 
+@pytest.mark.slow
 def test_human_report_shows_devices_and_verdict(tf_home):
     r = envcheck(tf_home, "validate", "tf", "--devices", "cpu")
     assert r.code == 0, r.err
@@ -89,8 +93,9 @@ def test_human_report_shows_devices_and_verdict(tf_home):
 ])
 def test_broken_framework_is_not_ready(home, tmp_path, behaviour, cause):
     standin_env(home, tmp_path, "bad", behaviour)
+    timeout = "2" if behaviour == "hang" else "5"  # a hang is waited out: the smallest bound that shows it
     started = time.monotonic()
-    r = envcheck(home, "validate", "bad", "--devices", "cpu", "--timeout", "5", "--json")
+    r = envcheck(home, "validate", "bad", "--devices", "cpu", "--timeout", timeout, "--json")
     elapsed = time.monotonic() - started
     assert r.code == 1, r.err
     assert "Traceback" not in r.err
@@ -165,18 +170,35 @@ def test_integrity_names_a_dependency_removed_behind_the_envs_back(home, wheelho
     assert integrity["status"] == "fail" and "beta 1.0 requires alpha>=1.0, has not installed" in integrity["detail"]
 
 
+def smoke_runners(argv: list[str]) -> list[int]:
+    """Live processes whose command line starts with ``argv``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[:2] == [a.encode() for a in argv]:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 def test_removing_the_env_during_validate_reports_it_gone(home, tmp_path):
     standin_env(home, tmp_path, "doomed", "hang")
     proc = subprocess.Popen([sys.executable, "-m", "envcheck", "validate", "doomed", "--devices", "cpu",
-                             "--timeout", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--timeout", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=clean_env(ENVCHECK_HOME=str(home)))
-    time.sleep(2)  # the runner is importing the hanging stand-in
+    runner = [str(home / "envs" / "doomed" / "bin" / "python"), str(RUNNER)]
+    deadline = time.monotonic() + 60
+    while not smoke_runners(runner) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert smoke_runners(runner), "the smoke runner never started"  # it is importing the hanging stand-in
     assert envcheck(home, "env", "remove", "doomed", "--yes").code == 0
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "Traceback" not in err and "internal error" not in err
     assert "env doomed was removed while it was being validated" in err
 
 
+@pytest.mark.slow
 def test_the_smoke_fit_leaves_the_users_home_untouched(tf_home, tmp_path):
     user_home = tmp_path / "user-home"
     user_home.mkdir()
@@ -207,6 +229,7 @@ def test_timeouts_are_finite_and_positive(home, command, value):
     assert list(home.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_shallower_validation_keeps_the_deeper_evidence(tf_home):
     """The smoke fit's ms/step, then `validate --no-smoke` of the same env on the same host:
     `report` still shows the ms/step, and `check --smoke` still answers from them."""
@@ -223,6 +246,7 @@ def test_a_shallower_validation_keeps_the_deeper_evidence(tf_home):
     assert gate.code == 0 and gate.json()["cached"], gate.err
 
 
+@pytest.mark.slow
 def test_a_newer_shallow_failure_is_the_answer_and_keeps_the_deeper_measurements(tf_home, tmp_path):
     """A dependency's metadata starts asking for a package that isn't there (its RECORD and
     every name unchanged: the same fingerprint) after a passing smoke fit: the quick failure
