@@ -12,19 +12,23 @@ Input: one JSON job, as the first argument or on stdin:
     {"backend": "auto" | a framework's name, "devices": ["cpu:0", "gpu:0"],
      "logical_cpus": 0, "steps": 12, "batch": 32, "seed": 0, "multi_replica": true,
      "replica_devices": null, "per_device": true, "multi_timeout": 120,
-     "frameworks": null}
+     "frameworks": null, "level": 2}
 
 replica_devices names the devices of the multi-replica check (default: all of devices);
 per_device false skips the per-device fits (the multi-replica check then times its
 one-device baseline itself). multi_timeout (seconds) bounds a multi-device check run as
 processes (see below); the runner answers within it. "auto" picks the first framework
 installed of ``frameworks`` (envcheck passes its registry's order; default: every backend
-found, by name).
+found, by name). level 3 adds measured figures (``smoke_figures.py``): per device, after its
+fit, host<->device copy bandwidth, matmul throughput and (GPUs) allocating most of the free
+memory, as the device result's "figures"; and the all-reduce bus bandwidth as the
+multi-replica result's "figures". Level 2 (the default) leaves both keys out.
 
 Output: one JSON document on the real stdout. While working, fd 1 points at stderr, so the
 framework's own noise never mixes with the result. Progress lines start with MARK and go
 to stderr: "imported" once the framework is set up, then "start DEVICE" and
-"result {json}" per device, and "start multi-replica"; envcheck reads them to tell which
+"result {json}" per device (at level 3 then "figures {json}", once measured), and
+"start multi-replica"; envcheck reads them to tell which
 device a crash or a hang belongs to. Every error's traceback is written to stderr too, so
 the whole story can be matched against envcheck's diagnosis catalogue (a multi-device
 check's processes' stderr as well, each line tagged "[rank N]").
@@ -62,7 +66,7 @@ DEVICE_RE = re.compile(r"^(cpu|gpu):(\d+)$")
 FEATURES = 8
 DEFAULTS = {"backend": "auto", "devices": ["cpu:0"], "logical_cpus": 0, "steps": 12,
             "batch": 32, "seed": 0, "multi_replica": False, "replica_devices": None,
-            "per_device": True, "multi_timeout": 120.0, "frameworks": None}
+            "per_device": True, "multi_timeout": 120.0, "frameworks": None, "level": 2}
 # envcheck/frameworks/, beside this file's data/ folder: one folder per framework.
 FRAMEWORKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "frameworks")
@@ -115,6 +119,8 @@ def read_job(argv):
             raise ValueError(key + " must be a non-negative integer")
     if job["steps"] < 3 or job["batch"] < 1:
         raise ValueError("steps must be >= 3 and batch >= 1")
+    if job["level"] not in (2, 3) or isinstance(job["level"], bool):
+        raise ValueError("level must be 2 or 3")
     limit = job["multi_timeout"]
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit < 1e6:
         raise ValueError("multi_timeout must be a number of seconds > 0")
@@ -180,6 +186,11 @@ def load_ranks():
     return load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)), "smoke_ranks.py"),
                      "envcheck_smoke_ranks")
 
+
+def load_figures():
+    """``smoke_figures.py``, beside this file: level 3's measured figures."""
+    return load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)), "smoke_figures.py"),
+                     "envcheck_smoke_figures")
 
 
 def cpu_count_asked(job):
@@ -271,15 +282,32 @@ def run(job):
                           "loss_first": None, "loss_last": None, "placed_on": None,
                           "error": error_text(exc)}
             log("result " + json.dumps(result))
+            if job["level"] >= 3:
+                result["figures"] = device_figures(backend, device, result)
+                log("figures " + json.dumps({"device": device, "figures": result["figures"]}))
             results.append(result)
     multi = None
     replicas = job["replica_devices"] or job["devices"]
     if job["multi_replica"] and len(replicas) > 1:
         log("start multi-replica")
         multi = multi_replica(backend, replicas, job, results)
+        if job["level"] >= 3 and "figures" not in multi:
+            multi["figures"] = {"allreduce": _figures.allreduce(backend, replicas)
+                                if multi["status"] == "pass" else _figures.skipped(
+                                    "GB/s", "the multi-device check failed")}
     failed = any(r["status"] != "pass" for r in results) or (multi or {}).get("status") == "fail"
     return {"error": None, "build": build, "gpus_seen": gpus_seen, "devices": results,
             "multi_replica": multi}, 1 if failed else 0
+
+
+def device_figures(backend, device, result):
+    """Level 3: the device's measured figures, after its fit (only if it passed)."""
+    if result["status"] != "pass":
+        return None
+    try:
+        return _figures.measure(backend, device)
+    except Exception as exc:
+        return {"error": error_text(exc)}
 
 
 def multi_replica(backend, devices, job, results):
@@ -321,6 +349,9 @@ def main(argv):
 _ranks = load_ranks()
 multi_verdict, run_ranks, ddp_verdict = _ranks.multi_verdict, _ranks.run_ranks, _ranks.ddp_verdict
 die_with_parent = _ranks.die_with_parent
+_figures = load_figures()
+allreduce_in_rank, allreduce_figure = _figures.allreduce_in_rank, _figures.allreduce_figure
+allreduce_bytes, nvml_memory = _figures.allreduce_bytes, _figures.nvml_memory
 
 if __name__ == "__main__":
     main(sys.argv)

@@ -15,6 +15,9 @@ Multi-replica: data parallel in one process, the modern JAX way: ``jax.jit`` ove
 the weights and Adam's state replicated (``P()``); XLA inserts the gradient all-reduce. The
 global batch is batch x replicas; after the fit every replica's copy of every weight must
 agree (``multi_verdict``).
+
+Level 3 (the runner's ``smoke_figures.py`` times them): ``JaxFigures`` per device, and
+``allreduce_fn``: ``jax.lax.psum`` inside ``shard_map`` over a Mesh of the devices.
 """
 import importlib.util
 import os
@@ -204,3 +207,131 @@ class Jax(object):
                 disagree.append(key)
         return kit.multi_verdict(names, replicas, per_replica, sizes, loss_first, loss_last,
                                  disagree, ms, baseline_ms, problems, HOW % replicas)
+
+    # --- level 3 (the runner's smoke_figures.py times these) ------------------------------
+
+    def figure_ops(self, name):
+        return JaxFigures(self.jax, self.np, self.device(name))
+
+    def allreduce_fn(self, names, nbytes):
+        """``reps`` psums over a Mesh of the devices, each holding ``nbytes`` of float32."""
+        jax, np = self.jax, self.np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        shard_map = getattr(jax, "shard_map", None)
+        if shard_map is None:
+            from jax.experimental.shard_map import shard_map
+        mesh = Mesh(np.array([self.device(n) for n in names]), ("data",))
+        spec = PartitionSpec("data")
+        x = jax.device_put(np.zeros((len(names), nbytes // 4), "float32"), NamedSharding(mesh, spec))
+        psum = jax.jit(shard_map(lambda a: jax.lax.psum(a, "data"), mesh=mesh, in_specs=spec,
+                                 out_specs=spec))
+
+        def fn(reps):
+            out = None
+            for _ in range(reps):
+                out = psum(x)
+            out.block_until_ready()
+
+        return fn, "jax.lax.psum in shard_map over a Mesh of %d devices" % len(names)
+
+
+class JaxFigures(object):
+    """Level 3 on one JAX device: copies with jax.device_put (from pinned host memory where the
+    device has a "pinned_host" memory kind, else from numpy's pageable memory), jnp.dot
+    (fp32 at Precision.HIGHEST: no TF32), jnp.zeros chunks within XLA's allocator limit."""
+
+    def __init__(self, jax, np, target):
+        self.jax, self.np, self.target = jax, np, target
+        self.gpu = target.platform == "gpu" or target.platform == "cuda"
+        self.pinned = None
+        if self.gpu:
+            kinds = [m.kind for m in getattr(target, "addressable_memories", lambda: [])()]
+            if "pinned_host" in kinds:
+                from jax.sharding import SingleDeviceSharding
+
+                self.pinned = SingleDeviceSharding(target, memory_kind="pinned_host")
+        self.host_memory = (
+            "pinned (a jax.device_put to memory_kind pinned_host)" if self.pinned is not None else
+            "pageable (numpy arrays: this device has no pinned_host memory kind)" if self.gpu else
+            "host memory to host memory (a CPU device has no memory of its own)")
+
+    def put(self, value, where):
+        try:
+            return self.jax.device_put(value, where, may_alias=False)  # a real copy, never an alias
+        except TypeError:  # an older jax without may_alias
+            return self.jax.device_put(value, where)
+
+    def copy_fns(self, nbytes):
+        jax, np = self.jax, self.np
+        host = np.ones(nbytes, "uint8")
+        if self.pinned is not None:
+            host = self.put(host, self.pinned)
+            host.block_until_ready()
+        device = self.put(host, self.target)
+        device.block_until_ready()
+
+        def h2d(reps):
+            for _ in range(reps):
+                self.put(host, self.target).block_until_ready()
+
+        def d2h(reps):
+            for _ in range(reps):
+                if self.pinned is not None:
+                    self.put(device, self.pinned).block_until_ready()
+                elif self.gpu:
+                    np.asarray(device)
+                    if hasattr(device, "_npy_value"):
+                        device._npy_value = None  # jax keeps the host copy: drop it
+                else:
+                    np.array(device, copy=True)
+
+        return h2d, d2h
+
+    def matmul_support(self):
+        if not self.gpu:
+            why = "not measured on a CPU (fp32 only: no expectation there, and slow)"
+            return {"fp32": None, "fp16": why, "bf16": why}
+        cc = str(getattr(self.target, "compute_capability", "") or "0")
+        major = int(cc.split(".")[0]) if cc.split(".")[0].isdigit() else 0
+        return {"fp32": None,
+                "fp16": None if major >= 7 else "no tensor cores (compute capability %s)" % cc,
+                "bf16": None if major >= 8 else "no bf16 tensor cores (compute capability %s)" % cc}
+
+    def matmul_fn(self, n, dtype):
+        jax, np = self.jax, self.np
+        kind = {"fp32": "float32", "fp16": "float16", "bf16": jax.numpy.bfloat16}[dtype]
+        precision = jax.lax.Precision.HIGHEST if dtype == "fp32" else None
+        rng = np.random.RandomState(0)
+        a = jax.device_put(rng.normal(size=(n, n)).astype("float32"), self.target).astype(kind)
+        b = jax.device_put(rng.normal(size=(n, n)).astype("float32"), self.target).astype(kind)
+        dot = jax.jit(lambda x, y: jax.numpy.dot(x, y, precision=precision))
+
+        def fn(reps):
+            out = None
+            for _ in range(reps):
+                out = dot(a, b)
+            out.block_until_ready()
+
+        return fn
+
+    def memory(self):
+        stats = self.target.memory_stats() or {}
+        limit = stats.get("bytes_limit")
+        if limit is None:
+            raise RuntimeError("jax gives no memory_stats() for %s" % self.target)
+        used = stats.get("bytes_in_use", 0)
+        return {"free_bytes": int(limit - used), "total_bytes": None, "limit_bytes": int(limit),
+                "source": "Device.memory_stats(): XLA's allocator limit (bytes_limit, "
+                          "XLA_PYTHON_CLIENT_MEM_FRACTION of the GPU, 75% unless set) less "
+                          "bytes_in_use"}
+
+    def allocate(self, nbytes):
+        with self.jax.default_device(self.target):
+            chunk = self.jax.numpy.zeros((nbytes,), "uint8")
+        return chunk.block_until_ready()
+
+    def release(self):
+        import gc
+
+        gc.collect()

@@ -6,6 +6,9 @@ every GPU; placed_on is read from the output's and the weights' device strings. 
 MirroredStrategy over the devices (logical CPU devices split from the CPU, or GPUs; NCCL
 all-reduce only on GPUs), the global batch = batch x replicas split across them
 (drop_remainder).
+
+Level 3 (the runner's ``smoke_figures.py`` times them): ``TfFigures`` per device, and
+``allreduce_fn``: a replica context's all_reduce under a MirroredStrategy over the devices.
 """
 import os
 import re
@@ -117,3 +120,118 @@ class TensorFlow(keras_fit.Backend):
         ms = kit.median(times[1:]) * 1000.0 if len(times) > 1 else None
         return kit.multi_verdict(devices, replicas, per_replica, sizes, loss_first, loss_last,
                                  disagree, ms, baseline_ms)
+
+    # --- level 3 (the runner's smoke_figures.py times these) ------------------------------
+
+    def figure_ops(self, device):
+        self.check_visible(device)
+        return TfFigures(self.tf, device)
+
+    def allreduce_fn(self, devices, nbytes):
+        """``reps`` all-reduces (sum) in the replica context of a MirroredStrategy over the
+        devices, each replica holding ``nbytes`` of float32."""
+        tf = self.tf
+        cross = tf.distribute.ReductionToOneDevice() if any(
+            d.startswith("cpu:") for d in devices) else None
+        strategy = tf.distribute.MirroredStrategy(devices=["/" + d.upper() for d in devices],
+                                                  cross_device_ops=cross)
+        values = strategy.experimental_distribute_values_from_function(
+            lambda context: tf.zeros([nbytes // 4], tf.float32))
+
+        @tf.function
+        def step(value):
+            return strategy.run(lambda v: tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, v), args=(value,))
+
+        def fn(reps):
+            out = None
+            for _ in range(reps):
+                out = step(values)
+            for local in strategy.experimental_local_results(out):
+                local[0].numpy()  # waits for the replica's all-reduce
+
+        how = "MirroredStrategy all_reduce over %d devices (%s)" % (
+            len(devices), "ReductionToOneDevice" if cross else "its default: NCCL on GPUs")
+        return fn, how
+
+
+class TfFigures(object):
+    """Level 3 on one TensorFlow device: copies with tf.identity across device scopes (from
+    pageable host memory: TensorFlow has no pinned-memory API for a user's tensors),
+    tf.linalg.matmul (fp32 with TF32 execution off), tf.zeros chunks."""
+
+    def __init__(self, tf, device):
+        self.tf, self.device = tf, device
+        self.name = "/" + device.upper()
+        self.gpu = device.startswith("gpu:")
+        self.host_memory = ("pageable (TensorFlow has no pinned host memory for user tensors)"
+                            if self.gpu else
+                            "host memory to host memory (a CPU device has no memory of its own)")
+
+    def copy_fns(self, nbytes):
+        tf = self.tf
+        with tf.device("/CPU:0"):
+            host = tf.ones([nbytes], tf.uint8)
+        with tf.device(self.name):
+            device = tf.raw_ops.DeepCopy(x=host) if not self.gpu else tf.identity(host)
+
+        def copier(where, source):
+            def fn(reps):
+                out = None
+                with tf.device(where):
+                    for _ in range(reps):
+                        out = tf.raw_ops.DeepCopy(x=source) if not self.gpu else tf.identity(source)
+                out[0].numpy()  # waits for the copies
+            return fn
+
+        return copier(self.name, host), copier("/CPU:0", device)
+
+    def matmul_support(self):
+        if not self.gpu:
+            why = "not measured on a CPU (fp32 only: no expectation there, and slow)"
+            return {"fp32": None, "fp16": why, "bf16": why}
+        details = self.tf.config.experimental.get_device_details(
+            self.tf.config.list_physical_devices("GPU")[int(self.device.split(":")[1])])
+        major = (details.get("compute_capability") or (0, 0))[0]
+        cc = "%s" % (details.get("compute_capability"),)
+        return {"fp32": None,
+                "fp16": None if major >= 7 else "no tensor cores (compute capability %s)" % cc,
+                "bf16": None if major >= 8 else "no bf16 tensor cores (compute capability %s)" % cc}
+
+    def matmul_fn(self, n, dtype):
+        tf = self.tf
+        kind = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}[dtype]
+        with tf.device(self.name):
+            a = tf.cast(tf.random.normal([n, n], seed=0), kind)
+            b = tf.cast(tf.random.normal([n, n], seed=1), kind)
+        config = tf.config.experimental
+
+        def fn(reps):
+            tf32 = config.tensor_float_32_execution_enabled()
+            config.enable_tensor_float_32_execution(False)  # fp32 measured as FP32, not TF32
+            try:
+                out = None
+                with tf.device(self.name):
+                    for _ in range(reps):
+                        out = tf.linalg.matmul(a, b)
+                out[0, 0].numpy()  # waits for the matmuls
+            finally:
+                config.enable_tensor_float_32_execution(tf32)
+
+        return fn
+
+    def memory(self):
+        free, total = kit.nvml_memory(int(self.device.split(":")[1]))
+        return {"free_bytes": free, "total_bytes": total, "limit_bytes": None,
+                "source": "NVML (nvmlDeviceGetMemoryInfo), TensorFlow reports no free memory"}
+
+    def allocate(self, nbytes):
+        with self.tf.device(self.name):
+            chunk = self.tf.zeros([nbytes], self.tf.uint8)
+        chunk[0].numpy()
+        return chunk
+
+    def release(self):
+        import gc
+
+        gc.collect()

@@ -15,6 +15,11 @@ Multi-replica: DistributedDataParallel over N processes, one per device (gloo on
 with a share of the cores; nccl on GPUs), each training on its own batch of the same size
 (the global batch is N x batch), started by the runner's rank supervisor (``run_ranks``),
 each running ``rank_fit``.
+
+Level 3 (the runner's ``smoke_figures.py`` times them): ``TorchFigures`` per device (copies
+from and to pinned host memory, ``Tensor.pin_memory()``, on a GPU; torch.mm with TF32 off for
+fp32; torch.empty chunks of the memory ``torch.cuda.mem_get_info`` calls free), and each DDP
+rank times ``dist.all_reduce`` after its fit (``rank_allreduce``), the same count in every rank.
 """
 import gc
 import os
@@ -142,7 +147,91 @@ class Torch(object):
         if threads:
             how += ", %d thread(s) each" % threads
         ranks, waited = kit.run_ranks(devices, backend, self.job, threads, NAME)
-        return kit.ddp_verdict(devices, ranks, waited, baseline_ms, self.job, how)
+        verdict = kit.ddp_verdict(devices, ranks, waited, baseline_ms, self.job, how)
+        if self.job.get("level", 2) >= 3:
+            timed = [(r.result or {}).get("allreduce") for r in ranks]
+            verdict["figures"] = {"allreduce": kit.allreduce_figure(
+                timed, "torch.distributed.all_reduce over %s, %d processes"
+                % (backend, len(devices)))}
+        return verdict
+
+    def figure_ops(self, device):
+        """Level 3's measurements on ``device`` (``smoke_figures.py``)."""
+        self.check_visible(device)
+        return TorchFigures(self.torch, torch_device(self.torch, device))
+
+
+class TorchFigures(object):
+    """Level 3 on one device (the runner's ``smoke_figures.py`` times them): copies from and
+    to pinned host memory (``Tensor.pin_memory()``) on a GPU, torch.mm, torch.empty chunks."""
+
+    def __init__(self, torch, target):
+        self.torch, self.target = torch, target
+        self.gpu = target.type == "cuda"
+        self.host_memory = ("pinned (Tensor.pin_memory())" if self.gpu else
+                            "host memory to host memory (a CPU device has no memory of its own)")
+
+    def sync(self):
+        if self.gpu:
+            self.torch.cuda.synchronize(self.target)
+
+    def copy_fns(self, nbytes):
+        torch = self.torch
+        host = torch.ones(nbytes, dtype=torch.uint8)
+        back = torch.empty(nbytes, dtype=torch.uint8)
+        if self.gpu:
+            host, back = host.pin_memory(), back.pin_memory()
+        device = torch.empty(nbytes, dtype=torch.uint8, device=self.target)
+
+        def copier(to, source):
+            def fn(reps):
+                for _ in range(reps):
+                    to.copy_(source, non_blocking=True)
+                self.sync()
+            return fn
+
+        return copier(device, host), copier(back, device)
+
+    def matmul_support(self):
+        if not self.gpu:
+            why = "not measured on a CPU (fp32 only: no expectation there, and slow)"
+            return {"fp32": None, "fp16": why, "bf16": why}
+        major, minor = self.torch.cuda.get_device_capability(self.target)
+        cc = "%d.%d" % (major, minor)
+        return {"fp32": None,
+                "fp16": None if major >= 7 else "no tensor cores (compute capability %s)" % cc,
+                "bf16": None if major >= 8 else "no bf16 tensor cores (compute capability %s)" % cc}
+
+    def matmul_fn(self, n, dtype):
+        torch = self.torch
+        kind = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        a = torch.randn(n, n, device=self.target).to(kind)
+        b = torch.randn(n, n, device=self.target).to(kind)
+        out = torch.empty(n, n, device=self.target, dtype=kind)
+        flags = torch.backends.cuda.matmul
+
+        def fn(reps):
+            tf32 = flags.allow_tf32
+            flags.allow_tf32 = False  # fp32 is measured as FP32, not TF32
+            try:
+                for _ in range(reps):
+                    torch.mm(a, b, out=out)
+                self.sync()
+            finally:
+                flags.allow_tf32 = tf32
+        return fn
+
+    def memory(self):
+        free, total = self.torch.cuda.mem_get_info(self.target)
+        return {"free_bytes": int(free), "total_bytes": int(total), "limit_bytes": None,
+                "source": "torch.cuda.mem_get_info (cudaMemGetInfo)"}
+
+    def allocate(self, nbytes):
+        return self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.target)
+
+    def release(self):
+        gc.collect()
+        self.torch.cuda.empty_cache()
 
 
 def torch_device(torch, device):
@@ -247,9 +336,27 @@ def rank_fit(spec, say):
     say("phase training")
     result = ddp_fit(torch, DistributedDataParallel, target, spec, rank, world,
                      lambda step: say("step %d" % step))
+    if spec.get("level", 2) >= 3:
+        say("phase timing all-reduce")
+        result["allreduce"] = rank_allreduce(torch, dist, target)
     say("phase waiting for the other ranks to finish")
     dist.barrier()
     return result
+
+
+def rank_allreduce(torch, dist, target):
+    """Level 3: this rank's time per all-reduce (sum) of the figure's bytes of float32."""
+    gpu = target.type == "cuda"
+    buffer = torch.zeros(kit.allreduce_bytes(gpu) // 4, dtype=torch.float32, device=target)
+
+    def sync():
+        if gpu:
+            torch.cuda.synchronize(target)
+
+    try:
+        return kit.allreduce_in_rank(lambda: dist.all_reduce(buffer), sync, gpu)
+    except Exception as exc:
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
 
 
 def ddp_fit(torch, ddp, target, spec, rank, world, on_step):
