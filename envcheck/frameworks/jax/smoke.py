@@ -263,7 +263,7 @@ class JaxFigures(object):
             return self.jax.device_put(value, where)
 
     def copy_fns(self, nbytes):
-        jax, np = self.jax, self.np
+        np = self.np
         host = np.ones(nbytes, "uint8")
         if self.pinned is not None:
             host = self.put(host, self.pinned)
