@@ -65,13 +65,27 @@ class FakeNvml:
     def env(self, gpus: Iterable[str] = (A100,), omit: Iterable[str] = (),
             lib_dir: Path | None = None, **extra: str | int) -> dict[str, str]:
         """A full environment for a subprocess: the fake library, these GPUs, ``extra`` vars
-        (FAKE_NVML_*, CUDA_*); nothing about GPUs is inherited from the calling shell."""
+        (FAKE_NVML_*, CUDA_*); nothing about GPUs is inherited from the calling shell. The
+        level-1 health seams point at a healthy node (every device node present, an empty
+        kernel log) unless ``extra`` sets them."""
         env = {k: v for k, v in clean_env().items()
                if k not in HOST_VARS and not k.startswith("FAKE_NVML_")}
         env["LD_LIBRARY_PATH"] = str(lib_dir or self.lib_dir(omit))
         env["FAKE_NVML_GPUS"] = ";".join(gpus)
+        env.update(self.healthy_seams())
         env.update({k: str(v) for k, v in extra.items()})
         return env
+
+    def healthy_seams(self) -> dict[str, str]:
+        """ENVCHECK_TEST_DEV_DIR with /dev/nvidia0..63, nvidiactl and nvidia-uvm, and an empty
+        ENVCHECK_TEST_KERNEL_LOG: a node level 1 finds nothing wrong with."""
+        dev, log = self.root / "dev-healthy", self.root / "kern-healthy.log"
+        if not dev.is_dir():
+            dev.mkdir()
+            for name in [f"nvidia{m}" for m in range(64)] + ["nvidiactl", "nvidia-uvm"]:
+                (dev / name).touch()
+            log.write_text("[    0.000000] Linux version 6.8.0\n")
+        return {"ENVCHECK_TEST_DEV_DIR": str(dev), "ENVCHECK_TEST_KERNEL_LOG": str(log)}
 
     def probe(self, env: Mapping[str, str]) -> dict:
         """Run envcheck.host.probe.probe() in a fresh process; its JSON-able results."""

@@ -125,18 +125,22 @@ def test_no_nvml_still_reports(fake_nvml: FakeNvml, home: Path, tmp_path: Path) 
     assert "### GPUs" not in out and "### Next steps" in out
 
 
-def test_one_nvml_session_and_the_gate_reads_no_health(fake_nvml: FakeNvml, home: Path,
-                                                       tmp_path: Path) -> None:
+def test_one_nvml_session_and_gpu_reads_no_health(fake_nvml: FakeNvml, home: Path,
+                                                  tmp_path: Path) -> None:
+    """`gpu` reads no health; doctor and the gate read level 1 (issue 20: level 2 is level 1
+    plus the env's checks, and the gate re-reads level 1 whenever it may need a GPU), in
+    their one NVML session."""
     trace = tmp_path / "trace"
     doctor_markdown(fake_nvml, home, [HEALTHY], FAKE_NVML_TRACE=str(trace))
     calls = trace.read_text().split()
     assert calls.count("nvmlInitWithFlags") + calls.count("nvmlInit_v2") == 1
     assert HEALTH_FUNCTIONS <= set(calls)
-    for args in (["gpu", "--json"], ["doctor", "--no-smoke"], ["check"]):
+    for args, health in ((["gpu", "--json"], False), (["doctor", "--no-smoke"], True), (["check"], True)):
         trace.unlink(missing_ok=True)
         fake_nvml.cli(fake_nvml.env([HEALTHY], ENVCHECK_HOME=str(home), FAKE_NVML_TRACE=str(trace)), *args)
         calls = trace.read_text().split()
-        assert "nvmlDeviceGetName" in calls and not HEALTH_FUNCTIONS & set(calls), args
+        assert "nvmlDeviceGetName" in calls and bool(HEALTH_FUNCTIONS & set(calls)) == health, args
+        assert calls.count("nvmlInitWithFlags") + calls.count("nvmlInit_v2") == 1, args
 
 
 def test_markdown_and_json_together_is_bad_usage(fake_nvml: FakeNvml, home: Path) -> None:

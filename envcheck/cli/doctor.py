@@ -4,16 +4,16 @@ from __future__ import annotations
 import click
 
 from ._common import declare, output_forms, pass_ctx
-from .options import FRAMEWORK, NO_SMOKE, TIMEOUT
+from .options import FRAMEWORK, LEVEL, NO_SMOKE, TIMEOUT
 from .report import HTML
 
 
 @click.command()
-@declare(FRAMEWORK, NO_SMOKE, TIMEOUT)
+@declare(FRAMEWORK, NO_SMOKE, TIMEOUT, LEVEL)
 @output_forms("text", "json", "markdown")
 @declare(HTML)
 @pass_ctx
-def doctor(ctx, framework, no_smoke, timeout, form, html):
+def doctor(ctx, framework, no_smoke, timeout, level, form, html):
     """Host GPU state, envs ranked, the selected env validated, next steps.
 
     Exit 0 when the selected env is ready to train, 1 otherwise.
@@ -27,11 +27,12 @@ def doctor(ctx, framework, no_smoke, timeout, form, html):
             from ..errors import UsageError
 
             raise UsageError("--markdown and --html are two forms of one report", "pass one of them")
-        return ctx.finish(bug_report(ctx.session, smoke=not no_smoke, timeout=timeout, framework=framework),
+        return ctx.finish(bug_report(ctx.session, smoke=not no_smoke, timeout=timeout, framework=framework,
+                                     level=level),
                           form=form)
     with ctx.progress(form == "json") as progress:
         result = run_doctor(ctx.session, smoke=not no_smoke, timeout=timeout, progress=progress,
-                            framework=framework)
+                            framework=framework, level=level)
     if html:
         from ..usecases.report import doctor_reports
         from .report import write

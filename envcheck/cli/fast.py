@@ -3,11 +3,13 @@
 A job calls the gate before every start, so a stored pass is answered here importing almost
 nothing: argv parsed by hand, the env's manifest and stored report read, the fingerprint
 computed with ``validation.freshness`` (the one definition the full path uses too) and the
-host's facts from ``host.library`` (NVML probed only where its library loads). Everything
-else goes on to the full path: with the session (and the host already probed, so NVML is
-initialised once) when the call is ``check`` in the plain spellings below but the stored
-report can't say "ready"; to click for anything else (``--help``, ``--env=NAME``, a typo, a
-bad value), so click keeps every error message. The answer is the gate's own result
+host's facts from ``host.library`` (NVML read only where its library loads, and then by level-1
+health, ``host.level1``: a job that needs a GPU is refused when level 1 finds one not-ready
+now, whatever the stored report says; ``usecases.gate.with_health``). ``--level`` other than 2
+goes to the full path. Everything else goes on to the full path: with the session (and the
+host already read, so NVML is initialised once) when the call is ``check`` in the plain
+spellings below but the stored report can't say "ready"; to click for anything else
+(``--help``, ``--env=NAME``, a typo, a bad value), so click keeps every error message. The answer is the gate's own result
 (``usecases.gate.judge``), so its document, result envelope included, is the one click's path
 prints for the same answer (test_envelope.py compares them).
 """
@@ -18,7 +20,8 @@ import os
 
 REPORT_SCHEMA = "envcheck.report/1"  # = validation.reports.SCHEMA (a test holds them equal)
 # `check`'s options as cli.options.CHECK declares them (a test holds them equal): flag -> dest
-VALUED = {"--env": "env_name", "--framework": "framework", "--min-gpus": "min_gpus", "--max-age": "max_age"}
+VALUED = {"--env": "env_name", "--framework": "framework", "--min-gpus": "min_gpus", "--max-age": "max_age",
+          "--level": "level"}
 SWITCHES = {"--require-gpu": "require_gpu", "--smoke": "smoke", "--json": "as_json"}
 GLOBAL_SWITCHES = ("-v", "--verbose", "-q", "--quiet")
 
@@ -65,22 +68,25 @@ def fast_check(argv: list[str]) -> int | None:
     from ..envs.gate_link import repair
 
     repair(root)
-    answer, host = _stored_pass(root, given)
+    answer, health = _stored_pass(root, given)
     if answer is None:
-        return _full(root, given, host)
+        return _full(root, given, health)
     from .render import emit
 
     return emit(answer, "json" if given.get("as_json") else "text")
 
 
 def _stored_pass(root: str, given: dict):
-    """(the gate's "ready" from env NAME's stored report, the host if it was probed), or
-    (None, that host) when only the full path can answer."""
+    """(the gate's answer from env NAME's stored report, the host's level-1 health if NVML was
+    read), or (None, that health) when only the full path can answer. Where NVML loads, the
+    host is read by level 1 (``host.level1``: the probe and each GPU's health reads, one NVML
+    session), so a job that needs a GPU is refused when one is faulty now, never from a cache."""
     from ..errors import UsageError
     from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
 
     name = given.get("env_name", "auto")
-    if name == "auto" or "framework" in given or not _plain(name) or _left_over(root, name):
+    if name == "auto" or "framework" in given or not _plain(name) or _left_over(root, name) \
+            or given.get("level", "2") != "2":
         return None, None
     try:
         min_gpus = int(given.get("min_gpus", "0"))
@@ -97,12 +103,13 @@ def _stored_pass(root: str, given: dict):
     if not (manifest and report and report.get("schema") == REPORT_SCHEMA and min_gpus >= 0) \
             or os.path.islink(env_dir):
         return None, None
-    host, facts = None, facts_without_nvml()
+    health, facts = None, facts_without_nvml()
     if facts is None:
-        from ..host.probe import host_fingerprint, probe
+        from ..host.level1 import level1
+        from ..host.probe import host_fingerprint
 
-        host = probe()
-        facts = host_fingerprint(host)
+        health = level1()
+        facts = host_fingerprint(health.host)
     python = env_python(env_dir)
     state = "ready" if manifest.get("state") == "ready" and os.path.exists(python) else "not ready"
     python_version = (manifest.get("python") or {}).get("version") if isinstance(manifest.get("python"), dict) else None
@@ -110,17 +117,21 @@ def _stored_pass(root: str, given: dict):
                                     python_version=python_version, state=state,
                                     packages=installed_packages(env_dir), host=facts)
     if state != "ready" or not freshness.answers(report, current, max_age, bool(given.get("smoke"))):
-        return None, host
-    from ..usecases.gate import judge
+        return None, health
+    from ..usecases.gate import judge, needs_gpu, with_health
 
+    require_gpu = bool(given.get("require_gpu"))
     try:
-        answer = judge(name, report, True, bool(given.get("require_gpu")), min_gpus, host)
+        answer = judge(name, report, True, require_gpu, min_gpus, health and health.host)
     except (AttributeError, KeyError, TypeError, ValueError):  # a report of the wrong shape
-        return None, host
-    return (answer, host) if answer.ready else (None, host)
+        return None, health
+    if not answer.ready:
+        return None, health
+    answer = with_health(answer, health, needs_gpu(answer, require_gpu, min_gpus))
+    return answer, health
 
 
-def _full(root: str, given: dict, host) -> int | None:
+def _full(root: str, given: dict, health) -> int | None:
     """The session's gate (click parses the values when one isn't plain)."""
     from .options import CHECK
 
@@ -137,7 +148,7 @@ def _full(root: str, given: dict, host) -> int | None:
     from .render import emit
 
     as_json = values.pop("as_json")
-    session = Session(Home(root), host=host, observer=Notices())
+    session = Session(Home(root), observer=Notices(), health=health)
     return emit(check(session, values.pop("env_name"), **values), "json" if as_json else "text")
 
 

@@ -18,7 +18,7 @@ import click
 
 from ..fleet.survey import BUSY_AFTER, COMMANDS, survey
 from ._common import declare, index_settings, pass_ctx
-from .options import JSON, Option, count, positive_seconds
+from .options import JSON, LEVEL, Option, count, positive_seconds
 
 SUMMARIES = {
     "gpu": "The driver, its CUDA version and the GPUs of every node.",
@@ -28,6 +28,10 @@ SUMMARIES = {
     "provision": "The installer hook on every node (idempotent), each holding its node's GPUs.",
 }
 DEVICE_TIMEOUT = ("doctor", "validate", "provision")  # node commands with --timeout per device
+LEVELLED = ("doctor", "validate", "check", "provision")  # node commands with --level
+# the nodes' --level, passed on only when given (a node's default is 2, an older envcheck's too)
+FLEET_LEVEL = Option(LEVEL.flag, LEVEL.dest, LEVEL.help + "; passed to every node", None, LEVEL.parse,
+                     LEVEL.metavar)
 REFUSED = {"--markdown": "the fleet asks each node for JSON; its text is a table of the nodes",
            "--format": "the fleet asks each node for JSON; its own --json gives the fleet's document"}
 SECRET_CARRIERS = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTRA_INDEX_URL",
@@ -65,8 +69,8 @@ def fleet() -> None:
     """
 
 
-def _forwarded(name: str, args: tuple[str, ...],
-               device_timeout: float | None) -> tuple[list[str], dict[str, str]]:
+def _forwarded(name: str, args: tuple[str, ...], device_timeout: float | None,
+               level: int | None = None) -> tuple[list[str], dict[str, str]]:
     """The single-host command's options, checked by that command's own parser, and the
     variables that carry its index URLs with credentials (see the module docstring)."""
     from .main import main
@@ -75,7 +79,8 @@ def _forwarded(name: str, args: tuple[str, ...],
         flag = arg.split("=", 1)[0]
         if flag in REFUSED:
             raise click.UsageError(f"{flag} can't be used with envcheck fleet: {REFUSED[flag]}")
-    forwarded = [*args, *(["--timeout", f"{device_timeout:g}"] if device_timeout is not None else [])]
+    forwarded = [*args, *(["--timeout", f"{device_timeout:g}"] if device_timeout is not None else []),
+                 *(["--level", str(level)] if level is not None else [])]
     single = main.get_command(click.get_current_context(), name)
     parsed = single.make_context(f"envcheck {name}", list(forwarded))
     if "index_url" in parsed.params:
@@ -110,8 +115,8 @@ def _subcommand(name: str) -> click.Command:
 
     @pass_ctx
     def run(ctx, address, nodes, include_head, timeout, min_ready, as_json, args,
-            device_timeout=None, busy_after=BUSY_AFTER):
-        forwarded, environment = _forwarded(name, args, device_timeout)
+            device_timeout=None, busy_after=BUSY_AFTER, level=None):
+        forwarded, environment = _forwarded(name, args, device_timeout, level)
         ctx.finish(survey(name, forwarded, environment, address=address, nodes=nodes,
                           include_head=include_head, timeout=timeout, min_ready=min_ready,
                           busy_after=busy_after), as_json)
@@ -121,6 +126,7 @@ def _subcommand(name: str) -> click.Command:
     options = [ADDRESS, NODES, INCLUDE_HEAD, timeout_option(spec.timeout), MIN_READY]
     options += [DEVICE_TIMEOUT_OPTION] if name in DEVICE_TIMEOUT else []
     options += [BUSY_AFTER_OPTION] if spec.holds_gpus else []
+    options += [FLEET_LEVEL] if name in LEVELLED else []
     command = declare(*options, JSON)(click.argument("args", nargs=-1, type=click.UNPROCESSED,
                                                    metavar=f"[{name.upper()} OPTIONS]...")(run))
     return click.command(name, context_settings={"ignore_unknown_options": True})(command)

@@ -57,6 +57,15 @@ def count(text: str | int) -> int:
     return value
 
 
+def health_level(text: str | int) -> int:
+    """1, 2 or 3 (see ``LEVEL``)."""
+    value = str(text).strip()
+    if value not in ("1", "2", "3"):
+        raise UsageError(f"bad level {text!r}", "give 1 (reads only), 2 (the default: + the env's "
+                         "checks and smoke fit) or 3 (+ measured figures)")
+    return int(value)
+
+
 def framework_name(text: str) -> str:
     from .. import frameworks  # on use: the registry's modules import packaging
 
@@ -90,5 +99,9 @@ NO_SMOKE = Option("--no-smoke", "no_smoke", "skip the smoke fit (quick checks on
 TIMEOUT = Option("--timeout", "timeout", "seconds allowed per device (finite, > 0)",
                  DEFAULT_TIMEOUT, positive_seconds, "SECONDS", show_default=True)
 
-CHECK = (ENV, FRAMEWORK, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, JSON)
+LEVEL = Option("--level", "level", "health level: 1 = reads only (NVML, device nodes, the kernel "
+               "log's Xids; no framework), 2 = 1 + the env's checks and smoke fit, 3 = 2 + measured "
+               "figures per GPU", 2, health_level, "1|2|3", show_default=True)
+
+CHECK = (ENV, FRAMEWORK, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, LEVEL, JSON)
 

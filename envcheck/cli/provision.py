@@ -5,7 +5,7 @@ import click
 
 from ..usecases.provision import DEFAULT_WAIT
 from ._common import declare, index_options, index_settings, pass_ctx
-from .options import AUTO_FRAMEWORK, JSON, NO_SMOKE, TIMEOUT
+from .options import AUTO_FRAMEWORK, JSON, LEVEL, NO_SMOKE, TIMEOUT
 
 
 @click.command()
@@ -17,13 +17,13 @@ from .options import AUTO_FRAMEWORK, JSON, NO_SMOKE, TIMEOUT
               help="per framework: its CPU preset, plus its first GPU preset this host's driver, GPUs, "
                    "Pythons and libraries can run")
 @declare(AUTO_FRAMEWORK)
-@declare(NO_SMOKE, TIMEOUT)
+@declare(NO_SMOKE, TIMEOUT, LEVEL)
 @click.option("--wait", default=DEFAULT_WAIT, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
               help="how long to wait for another envcheck process building the same env")
 @index_options
 @declare(JSON)
 @pass_ctx
-def provision(ctx, names, files, auto, framework, no_smoke, timeout, wait, installer, index_url, extra_index_url,
+def provision(ctx, names, files, auto, framework, no_smoke, timeout, level, wait, installer, index_url, extra_index_url,
               find_links, no_index, as_json):
     """Create the envs an installation needs, unless they exist, and validate each.
 
@@ -38,5 +38,5 @@ def provision(ctx, names, files, auto, framework, no_smoke, timeout, wait, insta
     with ctx.progress(as_json) as progress:
         result = run_provision(ctx.session, names=names, files=files, auto=auto, smoke=not no_smoke,
                                installer=installer, index=index, wait=wait, timeout=timeout,
-                               progress=progress, framework=framework)
+                               progress=progress, framework=framework, level=level)
     ctx.finish(result, as_json)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ._common import declare, pass_ctx
-from .options import JSON, NO_SMOKE, TIMEOUT
+from .options import JSON, LEVEL, NO_SMOKE, TIMEOUT
 
 
 @click.command()
@@ -13,12 +13,15 @@ from .options import JSON, NO_SMOKE, TIMEOUT
 @click.option("--devices", default="all", show_default=True, metavar="all|cpu|gpu|LIST",
               help="devices to smoke-test, e.g. cpu:0,cpu:1 or gpu:0,gpu:2 (GPUs by NVML index, "
                    "as `envcheck gpu` and nvidia-smi number them, or by UUID GPU-...)")
-@declare(NO_SMOKE, TIMEOUT)
+@declare(NO_SMOKE, TIMEOUT, LEVEL)
 @click.option("--strict", is_flag=True, help="exit 1 on warnings too")
 @declare(JSON)
 @pass_ctx
-def validate(ctx, names, all_, devices, no_smoke, timeout, strict, as_json):
-    """Validate envs: host, compat, integrity, libraries, a smoke fit per device.
+def validate(ctx, names, all_, devices, no_smoke, timeout, level, strict, as_json):
+    """Validate envs: host, GPU health, compat, integrity, libraries, a smoke fit per device.
+
+    --level 1 reads each GPU's health only (NVML, device nodes, Xids; no framework, nothing
+    stored); 2 (the default) adds the env's checks and smoke fit; 3 measured figures.
 
     Exit 0 when ready (or degraded without --strict), 1 when not ready, 2 on bad usage.
     With no NAME, the env `envcheck select` would choose. --json prints one
@@ -30,5 +33,5 @@ def validate(ctx, names, all_, devices, no_smoke, timeout, strict, as_json):
     selection = parse(devices, DEVICES)  # bad input fails before any work
     with ctx.progress(as_json) as progress:
         result = validate_envs(ctx.session, names, all_envs=all_, devices=selection, smoke=not no_smoke,
-                               timeout=timeout, strict=strict, progress=progress)
+                               timeout=timeout, strict=strict, progress=progress, level=level)
     ctx.finish(result, as_json)

@@ -4,8 +4,8 @@ Owns: the cluster's address and what answers there, checked before Ray is given 
 (``address``), the cluster as envcheck sees it (``cluster``: connect, the alive nodes, ``--nodes``),
 the task Ray runs on each node (``tasks``: the node's own ``envcheck COMMAND --json`` as a
 subprocess), sending one task per node and collecting the answers within the deadline
-(``dispatch``), reading each node's answer from its document's result envelope (``reading``),
-and the ``envcheck.fleet/1`` result with its summary (``aggregate``); ``survey`` is the use case
+(``dispatch``), reading each node's answer from its document's result envelope (``reading``)
+and its GPUs' level-1 health from the document's ``health`` sections (``health``), and the ``envcheck.fleet/1`` result with its summary (``aggregate``); ``survey`` is the use case
 the CLI calls.
 
 Ray is imported lazily, inside this package only (``cluster.import_ray`` first, which says how

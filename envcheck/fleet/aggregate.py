@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from ..results import Result, envelope
 from .cluster import Node
 from .dispatch import Outcome
+from .health import HEALTH_VERDICTS, node_health
 from .reading import OK_VERDICTS, Reading, read
 
 VERDICTS = ("ready", "degraded", "not-ready", "busy", "no-envcheck", "error", "unreachable", "lost")
@@ -46,6 +47,8 @@ class NodeReport:
     ready_envs: list[str] | None = None
     seconds: float | None = None
     report: dict[str, Any] | None = None
+    health: str = "unknown"  # the node's level-1 verdict, from its document (fleet.health)
+    drain: list[dict[str, Any]] = field(default_factory=list)  # its GPUs to drain
 
     @property
     def ready(self) -> bool:
@@ -57,7 +60,8 @@ class NodeReport:
                 "verdict": self.verdict, "ready": self.ready, "problem": self.problem,
                 "fix": self.fix, "driver_version": self.driver_version,
                 "gpu_models": self.gpu_models, "ready_envs": self.ready_envs,
-                "seconds": self.seconds, "report": self.report}
+                "seconds": self.seconds, "health": self.health, "drain": self.drain,
+                "report": self.report}
 
 
 def node_report(command: str, outcome: Outcome) -> NodeReport:
@@ -71,13 +75,15 @@ def node_report(command: str, outcome: Outcome) -> NodeReport:
                           ready_envs=None if command == "gpu" else [])
     reading: Reading = read(command, answer)
     host = answer.get("host") or {}
+    health, drain = node_health(answer.get("document"))
     return NodeReport(
         outcome.node, reading.verdict, reading.problem, reading.fix,
         exit_code=answer.get("exit_code"), envcheck=answer.get("envcheck"),
         envcheck_version=answer.get("version"), hostname=answer.get("hostname"),
         driver_version=host.get("driver_version"),
         gpu_models=sorted({g.get("name") for g in host.get("gpus") or [] if g.get("name")}),
-        ready_envs=reading.ready_envs, seconds=outcome.seconds, report=answer.get("document"))
+        ready_envs=reading.ready_envs, seconds=outcome.seconds, report=answer.get("document"),
+        health=health, drain=drain)
 
 
 @dataclass
@@ -145,7 +151,10 @@ class FleetResult(Result):
                 "envcheck_versions": sorted({n.envcheck_version for n in self.nodes if n.envcheck_version}),
                 "other_versions": [{"node_id": n.node.id, "version": n.envcheck_version}
                                    for n in self.other_versions],
-                "envs_ready_everywhere": self.envs_ready_everywhere()}
+                "envs_ready_everywhere": self.envs_ready_everywhere(),
+                "health": {v.replace("-", "_"): sum(n.health == v for n in self.nodes) for v in HEALTH_VERDICTS},
+                "drain": [{"node_id": n.node.id, "address": n.node.address, "hostname": n.hostname, **d}
+                          for n in self.nodes for d in n.drain]}
 
     def body(self) -> dict[str, Any]:
         return {"command": self.command, "args": self.args, "address": self.address,

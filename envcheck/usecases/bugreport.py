@@ -85,9 +85,9 @@ def _env_verdicts(session: Session) -> list[EnvVerdict]:
 
 
 def bug_report(session: Session, *, smoke: bool = True, timeout: float | None = None,
-               framework: str | None = None) -> BugReport:
+               framework: str | None = None, level: int = 2) -> BugReport:
     """Run the doctor with GPU health read in its one NVML session; then every env's verdict
     (the selected env's is the one the doctor has just stored)."""
     session.want_health()
-    diagnosis = doctor(session, smoke=smoke, timeout=timeout, framework=framework)
+    diagnosis = doctor(session, smoke=smoke, timeout=timeout, framework=framework, level=level)
     return BugReport(system_facts(), diagnosis, _env_verdicts(session))

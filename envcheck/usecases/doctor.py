@@ -67,14 +67,15 @@ def _next_steps(session: Session, selection, report, framework: str | None = Non
 
 
 def doctor(session: Session, *, smoke: bool = True, timeout: float | None = None,
-           progress: Progress = SILENT, framework: str | None = None) -> Diagnosis:
+           progress: Progress = SILENT, framework: str | None = None, level: int = 2) -> Diagnosis:
     """``progress`` hears the host read and the envs ranked (of ``framework`` only, if given),
-    then the chosen env's validation."""
+    then the chosen env's validation at health ``level`` (1: reads only)."""
+    session.want_level1()
     progress.start("doctor", "doctor: reading the GPUs and ranking the envs")
     selection = session.select(framework=framework)
     progress.done(f"chose env {selection.chosen}" if selection.chosen else "no env to validate")
     report = None
     if selection.chosen:
         report = session.validate_and_store(session.store.get(selection.chosen), smoke=smoke,
-                                            timeout=timeout, progress=progress)
+                                            timeout=timeout, progress=progress, level=level)
     return Diagnosis(session.host, selection, report, _next_steps(session, selection, report, framework))

@@ -43,9 +43,12 @@ class GateResult(Result):
     schema = "envcheck.gate/1"
 
     def __init__(self, env: str, ready: bool, cached: bool, reason: str, fix: str | None,
-                 age_s: float | None, gpus_usable: int, report: dict | None = None):
+                 age_s: float | None, gpus_usable: int, report: dict | None = None,
+                 health: dict | None = None):
         self.env, self.ready, self.cached, self.reason, self.fix = env, ready, cached, reason, fix
         self.age_s, self.gpus_usable, self.report = age_s, gpus_usable, report or {}
+        self.health = health  # level 1 read now (validation.health's section), None: not needed
+        self.health_problem: tuple | None = None  # (problem, fix) of a degraded health
 
     @property
     def exit_code(self) -> int:
@@ -56,6 +59,8 @@ class GateResult(Result):
         with the gate's reason and fix."""
         if not self.ready:
             return envelope("not-ready", self.reason, self.fix, [])
+        if self.health_problem is not None:
+            return envelope("degraded", *self.health_problem, [self.env])
         verdict = self.report.get("verdict")
         return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env])
 
@@ -63,7 +68,7 @@ class GateResult(Result):
         return {"env": self.env, "ready": self.ready, "cached": self.cached,
                 "reason": self.reason, "fix": self.fix, "age_s": self.age_s,
                 "gpus_usable": self.gpus_usable, "verdict": self.report.get("verdict"),
-                "report": self.report}
+                "report": self.report, "health": self.health}
 
 
 def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: int, host=None) -> GateResult:
@@ -88,19 +93,55 @@ def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: in
     return GateResult(name, ready, cached, reason, fix, freshness.age_s(report), usable, report)
 
 
+def needs_gpu(result: GateResult, require_gpu: bool, min_gpus: int) -> bool:
+    """Does the job need a GPU: asked for one, or the env's validation trains on some?"""
+    return require_gpu or min_gpus > 0 or result.gpus_usable > 0
+
+
+def with_health(result: GateResult, health, needed: bool) -> GateResult:
+    """The gate's answer with level 1 read now (``host.level1.HealthReport``; no cache: a GPU
+    can fail between two jobs) when the job needs a GPU: a not-ready finding on a visible GPU
+    or the node refuses it, with the finding's action as the fix; a degraded one makes a
+    ready answer degraded. Unchanged when level 1 was not read or no GPU is needed."""
+    if health is None or not needed:
+        return result
+    from ..validation.health import counted, problem, section
+
+    visible = [g.index for g in health.gpus if g.visible]
+    result.health = section(health, visible, 1)
+    found = counted(health, visible)
+    if result.ready and found and found[0].effect == "not-ready":
+        result.ready, result.reason, result.fix = False, f"health: {problem(found[0])}", found[0].action
+    elif result.ready and found:
+        result.health_problem = (f"health: {problem(found[0])}", found[0].action)
+    return result
+
+
 def check(session: Session, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
-          max_age: float | None = None, smoke: bool = False, framework: str | None = None) -> GateResult:
+          max_age: float | None = None, smoke: bool = False, framework: str | None = None,
+          level: int = 2) -> GateResult:
     """Gate env ``name`` (None or "auto": the env `select` picks, of ``framework`` if given) on
-    this host, from the stored validation when it still holds."""
+    this host, from the stored validation when it still holds, with level-1 health read now
+    whenever the job needs a GPU. ``level`` 1: level 1 alone (reads only, nothing stored);
+    3: the stored validation must have measured figures (else one is run, smoke fit included)."""
     from ..validation.reports import StoredReport, fingerprint
 
     max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
+    session.want_level1()
     info = session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
+    if level == 1:
+        report = session.validate_and_store(info, smoke=False, level=1)
+        result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+        return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
+    smoke = smoke or level >= 3
     stored = StoredReport.load(session.home, info.name)
-    if stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke):
-        return judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
-    report = session.validate_and_store(info, smoke=smoke)
-    return judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+    if stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
+            and stored.data.get("level", 2) >= level:
+        result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
+    else:
+        report = session.validate_and_store(info, smoke=smoke, level=level)
+        result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+    return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
 
 
 def _running_env() -> tuple:
@@ -152,11 +193,14 @@ def _judge_here(require_gpu: bool, min_gpus: int, seconds: float) -> GateResult:
 
     home, info = _running_env()
     session = Session(home)
+    session.want_level1()
     stored = StoredReport.load(home, info.name) if home else None
     if stored is not None and stored.answers(fingerprint(info, session.host), max_age=seconds):
-        return judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
+        result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
+        return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
     report = session.validate_and_store(info, smoke=False, store=home is not None)
     result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+    result = with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
     if home is None and result.fix:
         result.fix = _from_here(result.fix, info.name)
     return result

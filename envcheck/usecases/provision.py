@@ -62,6 +62,7 @@ class Outcome:
 class ProvisionResult(Result):
     schema: ClassVar[str] = "envcheck.provision/1"
     envs: list[Outcome] = field(default_factory=list)
+    health: dict | None = None  # the last validation's level-1 health section (validation.health)
 
     @property
     def ok(self) -> bool:
@@ -83,7 +84,7 @@ class ProvisionResult(Result):
         return envelope("degraded" if degraded else "ready", ready_envs=done)
 
     def body(self) -> dict[str, Any]:
-        return {"envs": [asdict(o) for o in self.envs], "ok": self.ok}
+        return {"envs": [asdict(o) for o in self.envs], "ok": self.ok, "health": self.health}
 
 
 @dataclass
@@ -282,22 +283,25 @@ def _wait_unlocked(store, name: str, deadline: float) -> bool:
 # -- 3. check ---------------------------------------------------------------------------------
 
 def check(session: Session, outcome: Outcome, *, smoke: bool, timeout: float | None,
-          progress: Progress = SILENT) -> None:
-    """Validate an env that exists and store the report; the verdict goes into ``outcome``."""
+          progress: Progress = SILENT, level: int = 2):
+    """Validate an env that exists and store the report; the verdict goes into ``outcome``.
+    Returns the report."""
     report = session.validate_and_store(session.store.get(outcome.name), smoke=smoke, timeout=timeout,
-                                        progress=progress)
+                                        progress=progress, level=level)
     outcome.verdict = report.verdict
     if report.verdict == "not-ready" and outcome.action in ("created", "unchanged"):
         failed = next(c for c in report.checks if c.status == "fail")
         outcome.reason += f"; validation failed: {failed.id}: {failed.summary}"
         outcome.fix = outcome.fix or failed.fix
+    return report
 
 
 def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
               smoke: bool = True, installer: str | None = None, index: Any = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
-              progress: Progress = SILENT, framework: str | None = None) -> ProvisionResult:
-    """Plan, ensure and check: see the module docstring."""
+              progress: Progress = SILENT, framework: str | None = None, level: int = 2) -> ProvisionResult:
+    """Plan, ensure and check (at health ``level``: 1 reads only): see the module docstring."""
+    session.want_level1()
     planned = plan(session.home, names, files, auto, session.host if auto else None, framework)
     result = ProvisionResult()
     for item in planned:
@@ -307,6 +311,7 @@ def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str
         outcome = ensure(session.store, item.preset, installer=installer, index=index, wait=wait,
                          progress=progress)
         if outcome.action != "failed":
-            check(session, outcome, smoke=smoke, timeout=timeout, progress=progress)
+            report = check(session, outcome, smoke=smoke, timeout=timeout, progress=progress, level=level)
+            result.health = report.health or result.health
         result.envs.append(outcome)
     return result

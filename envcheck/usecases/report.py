@@ -121,7 +121,9 @@ def rebuild(data: dict[str, Any]) -> Any:
                   build=_dict(data.get("build")) or {}, host=_dict(data.get("host")) or {},
                   fingerprint=data["fingerprint"], created=data["created"],
                   wall_s=_number(data.get("wall_s")) or 0.0, smoke=data["smoke"],
-                  gpus_usable=data["gpus_usable"], depth=_text(data.get("depth")) or "quick")
+                  gpus_usable=data["gpus_usable"], depth=_text(data.get("depth")) or "quick",
+                  health=_dict(data.get("health")),
+                  level=data["level"] if data.get("level") in (1, 2, 3) else 2)
 
 
 def _device(d: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ..progress import SILENT, Progress
 if TYPE_CHECKING:  # types only: the modules load where they are used
     from ..envs.env_info import EnvInfo
     from ..envs.store import EnvStore
+    from ..host.level1 import HealthReport
     from ..host.probe import HostState
     from ..validation.devices import DeviceSpec
     from ..validation.reports import Report
@@ -56,29 +57,52 @@ class Session:
     them on stderr, the default ignores them (envcheck used as a library stays quiet)."""
 
     def __init__(self, home: Home | None = None, host: HostState | None = None,
-                 observer: Progress = SILENT):
+                 observer: Progress = SILENT, health: HealthReport | None = None):
         from ..envs.gate_link import repair
 
         self.home = home if home is not None else Home()
         repair(self.home.root)  # every command keeps the envs' `envcheck.ensure_ready` pointed at this envcheck
         self.observer = observer
         self.store: EnvStore = env_store(self.home, observer)
-        self._host = host
+        self._host = host if health is None else health.host
         self._health = False
+        self._level1: HealthReport | None = health
+        self._want_level1 = False
+        self._injected = host is not None and health is None  # a host given alone: no NVML read
 
     def want_health(self) -> None:
         """Have the host probe read each GPU's health too (``doctor --markdown``). Called before
         the host is first read, so NVML is still initialised once."""
         self._health = True
 
+    def want_level1(self) -> None:
+        """Have the host be read by level-1 health (``host.level1``: the probe and every GPU's
+        level-1 reads, one NVML session), so :attr:`health` costs no second initialisation.
+        Called before the host is first read."""
+        self._want_level1 = True
+
     @property
     def host(self) -> HostState:
         """This host's NVML facts (``host.probe.HostState``), read on first use only."""
         if self._host is None:
+            if self._want_level1:
+                return self.health.host
             from ..host.probe import probe
 
             self._host = probe(health=self._health)
         return self._host
+
+    @property
+    def health(self) -> HealthReport:
+        """Level-1 health of this host's GPUs (``host.level1.HealthReport``), read once per
+        session; its host is the session's host when :meth:`want_level1` came first."""
+        if self._level1 is None:
+            from ..host.level1 import level1
+
+            self._level1 = level1()
+            if self._host is None:
+                self._host = self._level1.host
+        return self._level1
 
     def select(self, *, framework: str | None = None, requires: Sequence[str] = (),
                require_gpu: bool = False) -> Selection:
@@ -117,10 +141,11 @@ class Session:
 
     def validate_and_store(self, info: EnvInfo, *, devices: DeviceSpec = "all", smoke: bool = True,
                            timeout: float | None = None, store: bool = True,
-                           progress: Progress = SILENT) -> Report:
-        """Validate ``info`` on this host; keep the report for the gate when the env is one of
-        envcheck's and still there (a broken env's report would describe nothing).
-        ``progress`` hears the checks and each device's smoke fit."""
+                           progress: Progress = SILENT, level: int = 2) -> Report:
+        """Validate ``info`` on this host at health ``level`` (level 1 reads only and is never
+        stored: it proves nothing of the env's packages); keep the report for the gate when the
+        env is one of envcheck's and still there (a broken env's report would describe
+        nothing). ``progress`` hears the checks and each device's smoke fit."""
         from ..validation import DEFAULT_TIMEOUT
         from ..validation.reports import store_report
         from ..validation.validate import validate
@@ -128,10 +153,11 @@ class Session:
         gone = OperationError(f"env {info.name} was removed while it was being validated",
                               "see `envcheck env list`")
         try:
+            store = store and level >= 2
             report = validate(info, self.host, devices=devices, smoke=smoke,
                               timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
                               log_dir=self.home.logs if store else None,
-                              progress=progress)
+                              progress=progress, level=level, health=self.health_read())
             if not info.path.exists():
                 raise gone
             kept = self._to_store(info, report) if store else None
@@ -146,6 +172,14 @@ class Session:
                 raise
             raise gone from None
         return report
+
+    def health_read(self) -> HealthReport | None:
+        """Level-1 health when this session reads it (given, or ``want_level1`` on a host it
+        reads itself), else None: a session given only its host (a test, a library caller)
+        reads no NVML behind it."""
+        if self._level1 is not None:
+            return self._level1
+        return self.health if self._want_level1 and not self._injected else None
 
     def _to_store(self, info: EnvInfo, report: Report) -> Report | None:
         """The report to store after validating ``info`` (``StoredReport.to_store``: a

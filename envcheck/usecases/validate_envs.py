@@ -14,6 +14,7 @@ class ValidationRun(Result):
     schema: ClassVar[str] = "envcheck.validation/1"
     reports: list[Any] = field(default_factory=list)  # validation.validate.Report
     strict: bool = False
+    level: int = 2  # the health level (1 reads only, 2 + the env's checks, 3 + figures)
 
     @property
     def verdict(self) -> str:
@@ -37,7 +38,7 @@ class ValidationRun(Result):
         counts = {v.replace("-", "_"): sum(r.verdict == v for r in self.reports) for v in VERDICTS}
         return {"reports": [r.to_json() for r in self.reports],
                 "summary": {"envs": len(self.reports), **counts, "verdict": self.verdict,
-                            "strict": self.strict}}
+                            "strict": self.strict, "level": self.level}}
 
 
 def report_problem(report: Any) -> tuple[str | None, str | None]:
@@ -52,16 +53,18 @@ def report_problem(report: Any) -> tuple[str | None, str | None]:
 
 def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = False,
                   devices: Any = "all", smoke: bool = True, timeout: float | None = None,
-                  strict: bool = False, progress: Progress = SILENT) -> ValidationRun:
+                  strict: bool = False, progress: Progress = SILENT, level: int = 2) -> ValidationRun:
     """Validate envs ``names``, or all of them, or (neither) the one `select` picks, on
-    ``devices`` (``validation.devices.parse``'s Selection, or its text); ``progress`` hears
-    each env's checks and devices as they run."""
+    ``devices`` (``validation.devices.parse``'s Selection, or its text), at health ``level``
+    (level 1 reads each GPU once for every env, and stores nothing); ``progress`` hears each
+    env's checks and devices as they run."""
     from ..validation.devices import Selection, parse, resolve
 
     if names and all_envs:
         raise UsageError("give env names or --all, not both",
                          "envcheck validate NAME or envcheck validate --all")
     selection = devices if isinstance(devices, Selection) else parse(devices)
+    session.want_level1()
     if names:
         targets = [session.store.get(n) for n in names]
     elif all_envs:
@@ -71,8 +74,8 @@ def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = Fals
     else:
         targets = [session.resolve_env(None).info]
     selection = resolve(selection, session.host)  # an unknown GPU fails before any env is validated
-    run = ValidationRun(strict=strict)
+    run = ValidationRun(strict=strict, level=level)
     for info in targets:
         run.reports.append(session.validate_and_store(info, devices=selection, smoke=smoke, timeout=timeout,
-                                                      progress=progress))
+                                                      progress=progress, level=level))
     return run

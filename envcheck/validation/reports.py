@@ -45,6 +45,8 @@ class Report:
     smoke: bool
     gpus_usable: int = 0  # GPUs this env's framework build can train on here
     depth: str = "quick"  # how deep it went: one of freshness.DEPTHS
+    health: dict[str, Any] | None = None  # level-1 health of the GPUs (validation.health's section)
+    level: int = 2  # the health level it ran at (1, 2, 3)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -98,6 +98,10 @@ class SmokeResult:
     stderr_tail: str
     wall_s: float
     runs: list[str] = field(default_factory=list)  # how each runner process ended
+    # level 3: the runner's measured figures, by the runner's device name, and the
+    # multi-replica check's (``validate._figure_checks`` turns them into checks)
+    figures: dict = field(default_factory=dict)
+    multi_figures: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -229,14 +233,16 @@ def _from_document(run: _Run, wall_s: float, runs: list[str]) -> SmokeResult:
                        devices=[DeviceResult.from_json(d) for d in doc.get("devices") or []],
                        multi_replica=MultiReplica.from_json(multi) if multi else None,
                        error=doc.get("error"), stderr_tail=_tail(run.stderr), wall_s=wall_s,
-                       runs=runs)
+                       runs=runs, figures={d.get("device"): d.get("figures") for d in doc.get("devices") or []
+                                           if isinstance(d, dict) and "figures" in d},
+                       multi_figures=(multi or {}).get("figures"))
 
 
 def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeout: float,
               logical_cpus: int = 0, multi_replica: bool,
               replica_devices: list[str] | None = None, env: dict[str, str] | None = None,
               import_timeout: float = 120.0, steps: int = 12, batch: int = 32,
-              seed: int = 0, watch: Watch | None = None) -> SmokeResult:
+              seed: int = 0, watch: Watch | None = None, level: int = 2) -> SmokeResult:
     """Smoke-test ``devices`` ("cpu:0", "gpu:1", ...) with the env interpreter ``python``.
 
     ``timeout`` bounds one device's fit, ``import_timeout`` starting the interpreter and
@@ -246,6 +252,7 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
     ``multi_replica`` and there are two or more. ``env`` is laid over envcheck's own
     environment (e.g. ``{"CUDA_VISIBLE_DEVICES": "0"}``). ``watch`` hears the runner's marks
     as they come (``parse_mark``), and ("alone", DEVICE or "multi-replica") before a rerun.
+    ``level`` 3 asks the runner for measured figures too (the job's "level": 3).
 
     If the framework cannot be imported, ``error`` says why and ``devices`` is empty:
     nothing ran. Otherwise there is one DeviceResult per device, in order.
@@ -257,6 +264,8 @@ def run_smoke(python: Path, devices: list[str], *, backend: str = "auto", timeou
            "steps": steps, "batch": batch, "seed": seed, "multi_replica": multi_replica,
            "replica_devices": list(replica_devices) if replica_devices else None,
            "multi_timeout": 1.5 * timeout}  # the runner answers before its phase's 2 x timeout
+    if level >= 3:
+        job["level"] = 3
     whole = _run_once(python, job, (timeout, import_timeout), env_vars, watch)
     runs = [f"all devices: {whole.cause or 'finished'}"]
     if whole.cause is None:

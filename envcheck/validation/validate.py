@@ -19,7 +19,7 @@ from ..envs import manifest as mf
 from ..progress import SILENT, Progress
 from . import DEFAULT_TIMEOUT, env_checks, smoke_checks
 from .devices import Device, DeviceSpec, Selection, parse, resolve, usable_gpus
-from .reports import Report, fingerprint, verdict_of
+from .reports import Check, Report, fingerprint, verdict_of
 from .smoke_checks import first_line
 
 
@@ -42,6 +42,9 @@ class Context:
     log_dir: Path | None = None  # where a failing runner's output is kept
     log: str | None = None
     progress: Progress = SILENT
+    level: int = 2  # health level: 1 reads only, 2 + the env's checks and smoke, 3 + figures
+    health: Any = None  # host.level1.HealthReport, read in the command's NVML session
+    used_gpus: list[int] = field(default_factory=list)  # NVML indices the env would train on
 
     @property
     def gpu_env(self) -> bool:
@@ -61,13 +64,85 @@ def _plan_devices(ctx: Context) -> None:
         asked = gpus
     else:
         asked = [cpu, *gpus] if ctx.gpu_env else [cpu]
+    sick = _sick_gpus(ctx)
     for device in asked:
-        if device.kind == "gpu" and ctx.verdict is not None and ctx.verdict.verdict == "fail":
+        if device.kind == "gpu" and device.index in sick:
+            ctx.skipped[str(device)] = f"not attempted: level-1 health is not-ready: {sick[device.index]}"
+        elif device.kind == "gpu" and ctx.verdict is not None and ctx.verdict.verdict == "fail":
             ctx.skipped[str(device)] = "not attempted: the compat check failed"
         elif device.kind == "gpu" and not ctx.gpu_env:
             ctx.skipped[str(device)] = "not attempted: the env's framework is a CPU-only build"
         else:
             ctx.devices.append(device)
+
+
+def _sick_gpus(ctx: Context) -> dict[int, str]:
+    """The used GPUs whose level-1 verdict is not-ready (their fit could hang or crash), with
+    their first finding."""
+    if ctx.health is None:
+        return {}
+    from .health import problem
+
+    return {g.index: problem(next(f for f in g.findings if f.effect == "not-ready"))
+            for g in ctx.health.gpus if g.index in ctx.used_gpus and g.verdict == "not-ready"
+            and any(f.effect == "not-ready" for f in g.findings)}
+
+
+def _used_gpus(ctx: Context) -> list[int]:
+    """The GPUs (NVML indices) this env would train on: those named in ``--devices``, else every
+    visible GPU (a job sees them all, a lost one too); none for a CPU build, ``--devices cpu``
+    or (level 2) a build this host can't run on its GPUs."""
+    if not ctx.gpu_env or (ctx.level >= 2 and ctx.gpus_usable == 0):
+        return []
+    word = ctx.selection.word
+    if word is None:
+        return [d.index for d in ctx.selection.devices if d.kind == "gpu" and d.index is not None]
+    return [] if word == "cpu" else [g.index for g in ctx.host.visible_gpus]
+
+
+def _health(ctx: Context) -> list[Check]:
+    """The ``health`` check, when level 1 was read and the env uses a GPU (level 1: always)."""
+    from .health import health_check
+
+    if ctx.health is None:
+        return []
+    ctx.used_gpus = _used_gpus(ctx)
+    found = health_check(ctx.health, ctx.used_gpus)
+    if found is None and ctx.level == 1:
+        found = Check("health", "skip", "this env uses no GPU here: level 1 has nothing to judge for it")
+    return [found] if found is not None else []
+
+
+def _figure_checks(ctx: Context) -> list[Check]:
+    """LEVEL 3: THE ONE PLACE WHERE MEASURED FIGURES BECOME CHECKS. At level 3 the runner
+    measured figures per device (``ctx.smoke_result.figures``: device -> the runner's
+    "figures"; ``ctx.smoke_result.multi_figures``: the multi-replica result's), which
+    ``validation.figures`` judges (``judge``, then ``figure_checks``) against the GPUs as NVML
+    read them (``ctx.host``, ``ctx.health``). Not connected yet: no check."""
+    if ctx.level < 3 or ctx.smoke_result is None:
+        return []
+    return []
+
+
+def _level1(ctx: Context, started: float) -> Report:
+    """Level 1: reads only, no framework: the host and the health of the GPUs the env uses."""
+    info, host = ctx.info, ctx.host
+    ctx.build = frameworks.build_from_packages(info.packages)
+    checks = [env_checks.host_check(ctx), *_health(ctx)]
+    usable = [g.index for g in ctx.health.gpus if g.index in ctx.used_gpus and g.verdict != "not-ready"] \
+        if ctx.health is not None else []
+    verdict = verdict_of(checks)
+    ctx.progress.done(verdict)
+    return Report(env=info.name, verdict=verdict, checks=checks, devices=[], multi_replica=None,
+                  speedup=None, build={}, host=host.to_json(), fingerprint=fingerprint(info, host),
+                  created=mf.now(), wall_s=round(time.perf_counter() - started, 3), smoke=False,
+                  gpus_usable=len(usable), depth="quick", health=_section(ctx), level=1)
+
+
+def _section(ctx: Context) -> dict | None:
+    from .health import section
+
+    return None if ctx.health is None else section(ctx.health, ctx.used_gpus, ctx.level)
 
 
 def _run_smoke(ctx: Context) -> None:
@@ -91,7 +166,7 @@ def _run_smoke(ctx: Context) -> None:
                            import_timeout=ctx.timeout, logical_cpus=len(cpus) if len(cpus) > 1 else 0,
                            multi_replica=bool(replicas), replica_devices=replicas or None,
                            env=dict.fromkeys(frameworks.smoke_scratch(), str(scratch)),
-                           watch=_watch(ctx, names))
+                           watch=_watch(ctx, names), level=ctx.level)
     ctx.smoke_result = replace(result, devices=[replace(d, device=names.get(d.device, d.device))
                                                 for d in result.devices])
 
@@ -129,18 +204,25 @@ def _list_devices(ctx: Context) -> None:
 
 def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
              timeout: float = DEFAULT_TIMEOUT, log_dir: Path | None = None,
-             progress: Progress = SILENT) -> Report:
+             progress: Progress = SILENT, level: int = 2, health: Any = None) -> Report:
     """Run every check for one env (``info`` from the store) against ``host`` (a probe).
     ``devices``: a Selection (``devices.parse``; resolved here unless it is already) or its
     text. A GPU in it that this host can't use is a UsageError before any work.
-    ``progress`` hears the checks, then each device's smoke fit as it starts and ends."""
+    ``progress`` hears the checks, then each device's smoke fit as it starts and ends.
+    ``level`` (1, 2, 3) and ``health`` (``host.level1.HealthReport`` of ``host``'s NVML
+    session, or None: not read) as the module ``validation.health`` says."""
     started = time.perf_counter()
     selection = resolve(devices if isinstance(devices, Selection) else parse(devices), host)
-    ctx = Context(info, host, selection, smoke, timeout, log_dir=log_dir, progress=progress)
+    ctx = Context(info, host, selection, smoke, timeout, log_dir=log_dir, progress=progress,
+                  level=level, health=health)
     progress.start(f"env {info.name}", f"validating env {info.name}")
+    if level == 1:
+        progress.phase("reading each GPU's health (level 1)")
+        return _level1(ctx, started)
     progress.phase("checking host, compat, integrity, libraries")
     compat = env_checks.compat_check(ctx)
-    checks = [env_checks.host_check(ctx), compat, env_checks.integrity_check(ctx), env_checks.libraries_check(ctx)]
+    checks = [env_checks.host_check(ctx), *_health(ctx), compat, env_checks.integrity_check(ctx),
+              env_checks.libraries_check(ctx)]
     depth = "quick"
     if smoke and info.state == "ready":
         _plan_devices(ctx)
@@ -155,6 +237,7 @@ def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
     if sees.status != "pass":
         ctx.gpus_usable = 0  # GPUs count only once the framework itself has seen them
     checks += [sees, smoke_checks.smoke_check(ctx), smoke_checks.multi_replica_check(ctx), speedup_check]
+    checks += _figure_checks(ctx)
     result = ctx.smoke_result
     progress.done(verdict_of(checks))
     return Report(env=info.name, verdict=verdict_of(checks), checks=checks, devices=smoke_checks.devices_json(ctx),
@@ -162,4 +245,4 @@ def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
                   speedup=speedup, build=result.build if result else {},
                   host=host.to_json(), fingerprint=fingerprint(info, host), created=mf.now(),
                   wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable,
-                  depth=depth)
+                  depth=depth, health=_section(ctx), level=level)

@@ -41,6 +41,13 @@ def _common(result: Any) -> list[str]:
     if result.other_versions:
         others = ", ".join(f"{n.node.short_id} runs {n.envcheck_version}" for n in result.other_versions)
         lines.append(f"envcheck versions differ: {others} (this envcheck: {result.envcheck_version})")
+    health = summary.get("health") or {}
+    counted = ", ".join(f"{count} {verdict.replace('_', '-')}" for verdict, count in health.items() if count)
+    if counted:
+        lines.append(f"GPU health (level 1) of the nodes: {counted}")
+    lines += [f"drain: node {d['node_id'][:8]} ({d['hostname'] or d['address']}) GPU {d['gpu']}"
+              + (f" {d['uuid']}" if d.get("uuid") else "") + (f": {d['finding']}" if d.get("finding") else "")
+              for d in summary.get("drain") or []]
     envs = summary["envs_ready_everywhere"]
     if envs is not None:
         lines.append(f"envs ready on every node: {', '.join(envs) or 'none'}")

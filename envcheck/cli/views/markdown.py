@@ -138,7 +138,24 @@ def _validation(report) -> list[str]:
                  f"{speedup[d['device']]:.1f}x" if d["device"] in speedup else "")
                 for d in report.devices]
         lines += ["", *md_table(("Device", "Status", "ms/step", "Speedup over CPU"), rows)]
-    return [*lines, ""]
+    return [*lines, "", *_health(getattr(report, "health", None))]
+
+
+def _health(section) -> list[str]:
+    """Per GPU its level-1 verdict, then each finding that is not a pass."""
+    from .health import gpu_rows, heading
+
+    head = heading(section)
+    if head is None:
+        return []
+    rows = []
+    for row in gpu_rows(section):
+        label = row["label"] + ("" if row["used"] else " (not used)")
+        rows += [(label, row["verdict"], "", "", "", "")] if not row["findings"] else []
+        rows += [(label, row["verdict"], f["effect"], f["measured"], f["cause"], f.get("action") or "")
+                 for f in row["findings"]]
+    return [f"#### {cell(head[:1].upper() + head[1:])}", "",
+            *md_table(("GPU", "Verdict", "Effect", "Measured", "Cause", "Action"), rows), ""]
 
 
 def _ms(value: float | None) -> str | None:

@@ -72,7 +72,10 @@ def _env_view(env: dict[str, Any]) -> dict[str, Any]:
     if report is None:
         return {"env": env, "report": None}
     speedup = report["speedup"]
+    from .health import gpu_rows, heading
+
     return {"env": env, "report": report, "build": _build_line(report["build"]),
+            "health_heading": heading(report.get("health")), "health": gpu_rows(report.get("health")),
             "rows": [_device_row(d, speedup) for d in report["devices"]],
             "chart": _chart(report["devices"], speedup), "multi": _multi(report["multi_replica"])}
 

@@ -108,6 +108,9 @@ def gate(result) -> str:
     lines = [f"{state}: env {result.env}: {result.reason} ({source})"]
     if result.fix:
         lines.append(f"fix: {result.fix}")
+    if getattr(result, "health_problem", None):  # level 1, read now: degraded
+        problem, fix = result.health_problem
+        lines.append(f"warning: {problem}" + (f"; fix: {fix}" if fix else ""))
     return "\n".join(lines)
 
 
@@ -136,6 +139,10 @@ def report_lines(report) -> list[str]:
     if report.speedup:
         parts = ", ".join(f"{dev} {ratio:.1f}x" for dev, ratio in report.speedup["gpu_over_cpu"].items())
         lines += ["", f"  GPU over CPU speedup: {parts}"]
+    if getattr(report, "health", None):
+        from .health import text_lines
+
+        lines += ["", *text_lines(report.health)]
     lines += [f"  fix ({c.id}): {c.fix}" for c in report.checks if c.fix and c.status in ("fail", "warn")]
     lines.append(f"verdict: {colour(report.verdict)}")
     return lines

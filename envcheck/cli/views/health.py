@@ -1,0 +1,57 @@
+"""Level-1 health as the views show it: a report's ``health`` section (``validation.health``)
+as rows, per GPU its verdict and each finding that is not a pass (effect, what was measured,
+its cause and action; an n/a with its reason), and the node's findings. Text here; Markdown
+(``markdown.py``) and HTML (``templates/report.html.j2``) lay out the same rows."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def gpu_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per GPU, then one for the node when it has findings: ``label``, ``verdict``,
+    ``used`` (by the env), ``findings`` (effect, measured, cause, action)."""
+    if not isinstance(section, dict):
+        return []
+    used = set(section.get("used_gpus") or [])
+    rows = []
+    for gpu in section.get("gpus") or []:
+        if not isinstance(gpu, dict):
+            continue
+        name = " ".join(str(p) for p in (gpu.get("name"), gpu.get("uuid")) if p)
+        rows.append({"label": f"GPU {gpu.get('gpu')}" + (f" ({name})" if name else ""),
+                     "verdict": gpu.get("verdict"), "used": gpu.get("gpu") in used,
+                     "findings": _findings(gpu.get("findings"))})
+    node = _findings((section.get("node") or {}).get("findings"))
+    if node:
+        verdict = next((e for e in ("not-ready", "degraded") if any(f["effect"] == e for f in node)), "ready")
+        rows.append({"label": "node", "verdict": verdict, "used": bool(used), "findings": node})
+    return rows
+
+
+def _findings(found: Any) -> list[dict[str, Any]]:
+    return [{k: f.get(k) for k in ("effect", "check", "measured", "cause", "action")}
+            for f in found or [] if isinstance(f, dict)]
+
+
+def heading(section: dict[str, Any] | None) -> str | None:
+    if not isinstance(section, dict):
+        return None
+    verdict = section.get("verdict") or "no GPU used by this env"
+    drain = ", ".join(f"GPU {d.get('gpu')}" for d in section.get("drain") or [])
+    return (f"health (level {section.get('level')}, GPUs read at level 1): {verdict}"
+            + (f"; drain: {drain}" if drain else ""))
+
+
+def text_lines(section: dict[str, Any] | None, indent: str = "  ") -> list[str]:
+    """The health section as indented lines (nothing when there is none)."""
+    head = heading(section)
+    if head is None:
+        return []
+    lines = [f"{indent}{head}"]
+    for row in gpu_rows(section):
+        used = "" if row["used"] else " (not used by this env)"
+        lines.append(f"{indent}  {row['label']}: {row['verdict']}{used}")
+        for f in row["findings"]:
+            action = f"; action: {f['action']}" if f.get("action") else ""
+            lines.append(f"{indent}    {f['effect']}: {f['measured']} ({f['cause']}){action}")
+    return lines
