@@ -123,6 +123,27 @@ def test_a_real_jax_cpu_env_trains_on_two_host_devices_and_is_selected(jax_home:
     assert ran.stdout.split() == ["false", "cpu"]
 
 
+def test_level_3_measures_copy_matmul_and_all_reduce_on_cpu_devices_with_no_expectation(jax_home: Path):
+    """Issue 20: level 3 runs for real on CPU devices; the figures are measured and shown, judged
+    n/a (a CPU has no expectation), never a pass, and leave the verdict alone."""
+    r = envcheck(jax_home, "validate", "jx", "--devices", "cpu:0,cpu:1", "--level", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)["reports"][0]
+    assert report["level"] == 3 and report["verdict"] == "ready", report["checks"]
+    figures = {(f["device"], f["name"]): f for f in report["figures"]}
+    for device in ("cpu:0", "cpu:1"):
+        for name in ("copy_h2d", "copy_d2h", "matmul_fp32"):
+            figure = figures[(device, name)]
+            assert figure["value"] > 0 and figure["verdict"] == "n/a", figure
+    allreduce = figures[("cpu:0,cpu:1", "allreduce")]
+    assert allreduce["value"] > 0 and allreduce["verdict"] == "n/a", allreduce
+    checks = {c["id"]: c for c in report["checks"]}
+    assert checks["figure-matmul"]["status"] == "skip" and "TFLOPS" in checks["figure-matmul"]["summary"]
+    assert checks["figure-memory"]["status"] == "skip"  # a CPU has no memory of its own to fill
+    text = envcheck(jax_home, "validate", "jx", "--devices", "cpu:0", "--level", "3")
+    assert text.returncode == 0 and "GB/s" in text.stdout and "TFLOPS" in text.stdout, text.stdout
+
+
 # --- each check fails when what it checks goes wrong --------------------------------------
 
 @pytest.fixture(scope="module")

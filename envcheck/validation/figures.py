@@ -271,8 +271,8 @@ def figure_checks(figures: list[Figure]) -> list[Check]:
                                 "; ".join(f"{f.device} {f.name}: {f.why}" for f in mine)))
         else:
             reasons = sorted({f.why for f in mine})
-            checks.append(Check(check, "skip", f"n/a: {reasons[0]}",
-                                "; ".join([shown] + reasons[1:])))
+            measured = f"{shown} (n/a: {reasons[0]})" if shown != "nothing measured" else f"n/a: {reasons[0]}"
+            checks.append(Check(check, "skip", measured, "; ".join([shown] + reasons[1:])))
     unmeasured = [f for f in figures if f.name == "figures"]
     if unmeasured:
         checks.append(Check("figures", "skip", f"n/a: {unmeasured[0].device}: {unmeasured[0].why}"))

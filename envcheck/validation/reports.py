@@ -47,6 +47,7 @@ class Report:
     depth: str = "quick"  # how deep it went: one of freshness.DEPTHS
     health: dict[str, Any] | None = None  # level-1 health of the GPUs (validation.health's section)
     level: int = 2  # the health level it ran at (1, 2, 3)
+    figures: list[dict[str, Any]] | None = None  # level 3: each measured figure, judged (validation.figures)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

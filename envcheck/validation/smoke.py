@@ -150,7 +150,7 @@ def parse_mark(line: str) -> tuple[str, Any] | None:
     if not line.startswith(MARK):
         return None
     word, _, rest = line[len(MARK):].strip().partition(" ")
-    if word not in ("imported", "result"):
+    if word not in ("imported", "result", "figures"):
         return word, rest
     try:
         return word, json.loads(rest)
@@ -171,6 +171,8 @@ def _progress(stderr: str) -> tuple[dict[str, dict], dict | None, str | None]:
         elif word == "result" and isinstance(value, dict):
             streamed[value["device"]] = value
             current = None
+        elif word == "figures" and isinstance(value, dict) and value.get("device") in streamed:
+            streamed[value["device"]]["figures"] = value.get("figures")  # level 3, after its result
     return streamed, imported, current
 
 
@@ -283,11 +285,14 @@ def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
              watch: Watch | None) -> SmokeResult:
     """Step 2 of the module docstring: rerun, each alone, the devices ``whole`` lost."""
     results: dict[str, DeviceResult] = {}
+    figures: dict[str, dict] = {}  # level 3: each device's figures, from whichever run gave them
     build, gpus_seen = whole.build, whole.gpus_seen
     tails = [f"[all devices: {whole.cause}]", _tail(whole.stderr)]
     for device in job["devices"]:
         if device in whole.streamed:
             results[device] = DeviceResult.from_json(whole.streamed[device])
+            if "figures" in whole.streamed[device]:
+                figures[device] = whole.streamed[device]["figures"]
             continue
         if watch is not None:
             watch("alone", device)
@@ -298,6 +303,8 @@ def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
         doc = alone.document or {}
         if doc.get("devices"):
             results[device] = DeviceResult.from_json(doc["devices"][0])
+            if "figures" in doc["devices"][0]:
+                figures[device] = doc["devices"][0]["figures"]
         else:
             results[device] = _failed(device, alone.cause or doc.get("error") or "no result")
     multi = _multi_after_isolation(python, job, whole, results, limits, env, runs, tails, watch)
@@ -309,7 +316,7 @@ def _isolate(python: Path, job: dict, whole: _Run, limits: tuple[float, float],
                  + "; each device passed alone")
     return SmokeResult(build=build, gpus_seen=gpus_seen, devices=devices, multi_replica=multi,
                        error=error, stderr_tail=_tail("\n".join(tails)),
-                       wall_s=time.perf_counter() - started, runs=runs)
+                       wall_s=time.perf_counter() - started, runs=runs, figures=figures)
 
 
 def _multi_after_isolation(python: Path, job: dict, whole: _Run,

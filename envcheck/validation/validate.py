@@ -44,6 +44,7 @@ class Context:
     progress: Progress = SILENT
     level: int = 2  # health level: 1 reads only, 2 + the env's checks and smoke, 3 + figures
     health: Any = None  # host.level1.HealthReport, read in the command's NVML session
+    figures: list | None = None  # level 3: the judged figures (validation.figures), as JSON
     used_gpus: list[int] = field(default_factory=list)  # NVML indices the env would train on
 
     @property
@@ -118,10 +119,17 @@ def _figure_checks(ctx: Context) -> list[Check]:
     measured figures per device (``ctx.smoke_result.figures``: device -> the runner's
     "figures"; ``ctx.smoke_result.multi_figures``: the multi-replica result's), which
     ``validation.figures`` judges (``judge``, then ``figure_checks``) against the GPUs as NVML
-    read them (``ctx.host``, ``ctx.health``). Not connected yet: no check."""
+    read them (``ctx.host``, ``ctx.health``); the judged figures go to the report too
+    (``ctx.figures``)."""
     if ctx.level < 3 or ctx.smoke_result is None:
         return []
-    return []
+    from . import figures
+
+    result = ctx.smoke_result
+    judged = figures.judge(result.figures, figures.gpu_facts(ctx.devices, ctx.host, ctx.health),
+                           result.multi_figures)
+    ctx.figures = [figure.to_json() for figure in judged]
+    return figures.figure_checks(judged)
 
 
 def _level1(ctx: Context, started: float) -> Report:
@@ -245,4 +253,4 @@ def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
                   speedup=speedup, build=result.build if result else {},
                   host=host.to_json(), fingerprint=fingerprint(info, host), created=mf.now(),
                   wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable,
-                  depth=depth, health=_section(ctx), level=level)
+                  depth=depth, health=_section(ctx), level=level, figures=ctx.figures)

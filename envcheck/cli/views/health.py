@@ -49,8 +49,12 @@ def text_lines(section: dict[str, Any] | None, indent: str = "  ") -> list[str]:
         return []
     lines = [f"{indent}{head}"]
     for row in gpu_rows(section):
-        used = "" if row["used"] else " (not used by this env)"
-        lines.append(f"{indent}  {row['label']}: {row['verdict']}{used}")
+        if not row["used"]:  # its findings are not this env's: counted, not listed
+            count = len([f for f in row["findings"] if f["effect"] != "info"])
+            more = f", {count} finding(s): `envcheck gpu` and `validate --level 1 --json` list them" if count else ""
+            lines.append(f"{indent}  {row['label']}: {row['verdict']} (not used by this env{more})")
+            continue
+        lines.append(f"{indent}  {row['label']}: {row['verdict']}")
         for f in row["findings"]:
             action = f"; action: {f['action']}" if f.get("action") else ""
             lines.append(f"{indent}    {f['effect']}: {f['measured']} ({f['cause']}){action}")
