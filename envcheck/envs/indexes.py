@@ -221,6 +221,19 @@ def _values(raw: str) -> list[str]:
     return [v for v in re.split(r"\s+", value) if v]
 
 
+def configured(overrides: IndexSettings | None) -> IndexSettings:
+    """The command line's settings ``overrides`` laid over the pip configuration. With
+    ``--no-index`` and only local ``--find-links`` folders given, the configuration can't change
+    where packages come from (nor how a server is reached: no trusted host, proxy or
+    certificate applies), and it isn't read (``pip config list`` starts pip: a second, on
+    every install)."""
+    local = overrides is not None and overrides.find_links and all(
+        "://" not in link or link.startswith("file:") for link in overrides.find_links)
+    if local and overrides.no_index:
+        return overrides
+    return settings_from_pip_config().merged(overrides)
+
+
 def settings_from_pip_config(lines: list[str] | None = None) -> IndexSettings:
     """Index settings as pip would use them: ``[global]`` < ``[install]`` < ``PIP_*`` variables."""
     lines = _pip_config_lines() if lines is None else lines

@@ -95,12 +95,13 @@ def list_pythons() -> list[Interpreter]:
     return sorted(found, key=lambda i: i.version, reverse=True)
 
 
-def probe_version(path: Path, timeout: float = PROBE_TIMEOUT) -> Version | None:
-    """Run the interpreter once for its version; None if it does not run as a Python."""
+def probe_version(path: Path, timeout: float | None = None) -> Version | None:
+    """Run the interpreter once for its version; None if it does not run as a Python.
+    ``timeout`` defaults to ``PROBE_TIMEOUT``, read at the call."""
     return _probe(path, timeout)[0]
 
 
-def interpreter_problem(path: Path, timeout: float = PROBE_TIMEOUT) -> str | None:
+def interpreter_problem(path: Path, timeout: float | None = None) -> str | None:
     """Why ``path`` does not run as a Python, in one line; None when it answers its version.
 
     It runs under ``timeout`` with its whole process group (a wrapper script that hangs in
@@ -109,7 +110,8 @@ def interpreter_problem(path: Path, timeout: float = PROBE_TIMEOUT) -> str | Non
     return _probe(path, timeout)[1]
 
 
-def _probe(path: Path, timeout: float) -> tuple[Version | None, str | None]:
+def _probe(path: Path, timeout: float | None) -> tuple[Version | None, str | None]:
+    timeout = PROBE_TIMEOUT if timeout is None else timeout
     try:
         nonce = int.from_bytes(os.urandom(3), "big")
         done = processes.run([str(path), "-E", "-s", "-S", "-c", _PROBE, str(nonce)], timeout=timeout,

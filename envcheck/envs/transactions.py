@@ -37,7 +37,7 @@ def create_env(store: EnvStore, name: str, preset, *, python: str | None = None,
     ``progress`` hears the task begin once the inputs are valid, then its phases.
     """
     from ..processes import signals_interrupt
-    from .indexes import settings_from_pip_config
+    from .indexes import configured
     from .installers import choose_backend
     from .presets import parse_requirement
     from .pythons import find_python
@@ -48,7 +48,7 @@ def create_env(store: EnvStore, name: str, preset, *, python: str | None = None,
     interpreter = find_python(preset.requires_python, python, needed_by=f"preset {preset.name}")
     backend = choose_backend(installer)
     backend.cache_dir = store.home.uv_cache
-    settings = settings_from_pip_config().merged(index)
+    settings = configured(index)
     target = store.home.env_dir(name)
     _refuse_foreign(store, name, target)
     settings = settings.with_preset_indexes(preset.indexes)  # after the cheap checks: it may wait
@@ -124,7 +124,7 @@ def add_packages(store: EnvStore, name: str, requirements: tuple[str, ...], *, i
     """Install more packages; on any failure or interruption the env is left exactly as it
     was (a SIGKILL: as it was once ``Scratch.recover`` has run, and visibly incomplete until then).
     ``progress`` hears the task and its phases."""
-    from .indexes import settings_from_pip_config
+    from .indexes import configured
     from .installers import choose_backend
     from .presets import parse_requirement
 
@@ -136,7 +136,7 @@ def add_packages(store: EnvStore, name: str, requirements: tuple[str, ...], *, i
     choose_backend(installer, current.manifest.get("installer"))  # bad input: before any write
     # the preset's own indexes too (a package added to an env of a preset with its own index comes from there)
     preset_indexes = tuple(current.manifest.get("preset", {}).get("indexes") or ())
-    settings = settings_from_pip_config().merged(index).with_preset_indexes(preset_indexes)
+    settings = configured(index).with_preset_indexes(preset_indexes)
     with store._changing(name):
         info = store._require_ready(name, store._current(name))  # as it is now, under the lock
         backend = choose_backend(installer, info.manifest.get("installer"))
