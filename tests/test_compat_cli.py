@@ -1,10 +1,24 @@
-"""``envcheck compat``: what-if profiles, the live host (fake NVML), real envs, exit codes."""
+"""``envcheck compat``: what-if profiles, the live host (fake NVML), real envs, exit codes.
+
+What-if profiles and bad input are judged in process (``judge_compat`` on a Session of the
+test's home, with a GPU-less host injected that a what-if never reads); the command itself
+(JSON and text on stdout, exit 1 on fail, exit 2 with one line for bad input, the live host
+from NVML) runs as a subprocess."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import Result, clean_env
+from envcheck.errors import EnvcheckError
+from envcheck.host.probe import HostState
+from envcheck.paths import Home
+from envcheck.usecases.compat import judge_compat
+from envcheck.usecases.session import Session
 from fake_nvml import A100, FakeNvml, real_nvml_loadable
 from wheelhouse import offline
 
@@ -44,13 +58,44 @@ packages = ["alpha==1.0"]
     (["--framework", "tensorflow==2.11.1", "--driver", "470.82.01", "--gpu-cc", "7.5", "--python", "3.12"],
      1, "fail", "Python 3.12 is outside"),
 ])
-def test_what_if_profiles(cli, args, code, verdict, needle):
-    result = cli("compat", *args, "--json")
+def test_what_if_profiles(home, args, code, verdict, needle):
+    result = compat(home, *args)
     assert result.code == code, result.err
     doc = result.json()
     assert set(doc) == DOC_KEYS and doc["schema"] == "envcheck.compat/1"
     assert doc["verdict"] == verdict
     assert needle in doc["reasons"][0]
+
+
+OPTIONS = {"--framework": "framework", "--env": "env_name", "--driver": "driver", "--os": "os_name",
+           "--python": "python"}
+FLAGS = {"--no-gpu": "no_gpu", "--require-gpu": "require_gpu"}
+NO_GPU_HOST = HostState(nvml_status="no-library", message="injected: a what-if reads no host")
+
+
+def compat(home: Path, *args: str) -> Result:
+    """`envcheck compat ARGS --json` in process: ``judge_compat`` on a Session of ``home``; its
+    exit code and JSON document, or an error's exit code and the line the command prints."""
+    kwargs: dict = {"gpu_ccs": ()}
+    words = list(args)
+    while words:
+        word = words.pop(0)
+        if word in FLAGS:
+            kwargs[FLAGS[word]] = True
+        elif word == "--gpu-cc":
+            kwargs["gpu_ccs"] += (words.pop(0),)
+        else:
+            kwargs[OPTIONS[word]] = words.pop(0)
+    try:
+        result = judge_compat(Session(Home(home), host=NO_GPU_HOST), **kwargs)
+    except EnvcheckError as exc:
+        return Result(exc.exit_code, "", f"envcheck: error: {exc}\n")
+    return Result(result.exit_code, json.dumps(result.to_json()), "")
+
+
+def in_home(cli, home: Path):
+    """``cli`` run against ``home`` (``--home`` as the command line gives it)."""
+    return lambda *args, **kw: cli("--home", str(home), *args, **kw)
 
 
 def test_json_document(cli):
@@ -82,23 +127,43 @@ def test_text_output_shows_verdict_reasons_and_fixes(cli):
     (["--framework", "tensorflow==2.15.0", "--driver", "latest", "--gpu-cc", "8.6"], "'latest'"),
     (["--framework", "tensorflow==2.15.0", "--driver", "550.54.15", "--gpu-cc", "86"], "'86'"),
     (["--framework", "tensorflow==2.15.0", "--no-gpu", "--python", "3.x"], "'3.x'"),
-    (["--framework", "tensorflow==2.15.0", "--os", "macos"], "macos"),
     (["--framework", "tensorflow==2.15.0", "--no-gpu", "--driver", "550.54.15"], "--no-gpu"),
     ([], "exactly one of"),
     (["--framework", "torch==2.5.1", "--env", "dl"], "exactly one of"),
     (["--env", "nope"], "no env named 'nope'"),
 ])
-def test_bad_input_exits_2(cli, args, needle):
-    result = cli("compat", *args)
+def test_bad_input_exits_2(home, args, needle):
+    result = compat(home, *args)
     assert result.code == 2, (result.out, result.err)
     assert needle in result.err
 
 
-def test_env_is_judged_by_its_installed_framework(cli, home: Path, wheelhouse):
+@pytest.mark.parametrize("args, needle", [
+    (["--framework", "tensorflow==two"], "'two'"),  # the use case's UsageError
+    (["--framework", "tensorflow==2.15.0", "--os", "macos"], "macos"),  # the option's choices
+])
+def test_bad_input_is_one_line_exit_2_from_the_command(cli, args, needle):
+    result = cli("compat", *args)
+    assert result.code == 2, (result.out, result.err)
+    assert needle in result.err and result.err.count("\n") == 1 and result.out == ""
+
+
+@pytest.fixture(scope="module")
+def envs_home(tmp_path_factory, wheelhouse) -> Path:
+    """Env ``dl`` (torch 2.13.0) and env ``plain`` (no framework), made once: compat only reads them."""
+    home = tmp_path_factory.mktemp("compat-home")
     (home / "presets").mkdir()
     (home / "presets" / "tiny.toml").write_text(TINY)
-    created = cli("env", "create", "dl", "--preset", "tiny", "--add", "torch==2.13.0", *offline(wheelhouse))
-    assert created.code == 0, created.err
+    for name, extra in (("dl", ["--add", "torch==2.13.0"]), ("plain", [])):
+        created = subprocess.run([sys.executable, "-m", "envcheck", "env", "create", name, "--preset", "tiny",
+                                  *extra, *offline(wheelhouse)], capture_output=True, text=True,
+                                 env=clean_env(ENVCHECK_HOME=str(home)), timeout=600)
+        assert created.returncode == 0, created.stderr
+    return home
+
+
+def test_env_is_judged_by_its_installed_framework(cli, envs_home: Path):
+    cli = in_home(cli, envs_home)
     result = cli("compat", "--env", "dl", "--driver", "550.54.15", "--gpu-cc", "8.6", "--json")
     assert result.code == 1, result.err
     doc = result.json()
@@ -108,11 +173,8 @@ def test_env_is_judged_by_its_installed_framework(cli, home: Path, wheelhouse):
     assert cli("compat", "--env", "dl", "--driver", "580.65.06", "--gpu-cc", "8.6").code == 0
 
 
-def test_env_without_a_known_framework_exits_2(cli, home: Path, wheelhouse):
-    (home / "presets").mkdir()
-    (home / "presets" / "tiny.toml").write_text(TINY)
-    assert cli("env", "create", "plain", "--preset", "tiny", *offline(wheelhouse)).code == 0
-    result = cli("compat", "--env", "plain", "--no-gpu")
+def test_env_without_a_known_framework_exits_2(cli, envs_home: Path):
+    result = in_home(cli, envs_home)("compat", "--env", "plain", "--no-gpu")
     assert result.code == 2 and "no framework the compatibility tables know" in result.err
 
 

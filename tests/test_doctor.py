@@ -7,6 +7,7 @@ from fake_nvml import A100
 from test_select import envcheck, make_env
 
 from conftest import clean_env
+from envcheck.paths import Home
 
 
 def test_empty_home_says_what_to_create(home):
@@ -36,11 +37,28 @@ def test_bad_timeout_is_usage_error(home):
     assert r.code == 2 and "--timeout" in r.err and "Traceback" not in r.err
 
 
+@pytest.fixture(scope="module")
+def made_tfgpu(tmp_path_factory, wheelhouse):
+    home = tmp_path_factory.mktemp("doctor-home")
+    make_env(home, wheelhouse, "tfgpu", "tensorflow==2.21.0")
+    return home
+
+
+@pytest.fixture
+def tfgpu_home(made_tfgpu):
+    """Env tfgpu, made once per module; each test starts as it was made, with no stored report
+    (doctor validates and stores one: it is removed after the test)."""
+    report = Home(made_tfgpu).report("tfgpu")
+    assert not report.exists()
+    yield made_tfgpu
+    report.unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("driver", ["abc", ""])
-def test_a_driver_version_nvml_reports_unreadably_is_unknown_not_bad_input(home, wheelhouse, fake_nvml, driver):
+def test_a_driver_version_nvml_reports_unreadably_is_unknown_not_bad_input(tfgpu_home, fake_nvml, driver):
     """A driver string that doesn't parse is a fact about the host: doctor goes on, says why
     the driver is unknown, prints its JSON and exits by its verdict."""
-    make_env(home, wheelhouse, "tfgpu", "tensorflow==2.21.0")
+    home = tfgpu_home
     env = fake_nvml.env([A100], FAKE_NVML_DRIVER=driver, ENVCHECK_HOME=str(home))
     r = fake_nvml.cli(env, "doctor", "--no-smoke", "--json")
     data = r.json()  # printed whatever the verdict

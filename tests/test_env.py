@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import clean_env
+from conftest import Result, clean_env
 from wheelhouse import offline
 
 TINY = """title = "tiny"
@@ -41,6 +41,24 @@ def tree_digest(path: Path) -> str:
         elif p.is_file():
             h.update(p.read_bytes())
     return h.hexdigest()
+
+
+def envcheck(home: Path, *args: str) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True, text=True,
+                          env=clean_env(ENVCHECK_HOME=str(home)), timeout=600)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory, wheelhouse) -> Path:
+    """A home with env ``dl`` from the tiny preset, made once for the tests that only read it or
+    put back what they change."""
+    home = tmp_path_factory.mktemp("env-home")
+    (home / "presets").mkdir()
+    (home / "presets" / "tiny.toml").write_text(TINY)
+    done = envcheck(home, "env", "create", "dl", "--preset", "tiny", *offline(wheelhouse))
+    assert done.code == 0, done.err
+    return home
 
 
 def start(home: Path, *args: str) -> subprocess.Popen:
@@ -154,10 +172,10 @@ def test_verbose_shows_traceback(cli, tiny):
     assert r.code == 2 and "Traceback" in r.err
 
 
-def test_existing_env_is_not_replaced(cli, home, tiny, wheelhouse):
-    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+def test_existing_env_is_not_replaced(made, wheelhouse):
+    home = made
     before = tree_digest(home / "envs" / "dl")
-    r = cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse))
+    r = envcheck(home, "env", "create", "dl", "--preset", "tiny", *offline(wheelhouse))
     assert r.code == 2 and "already exists" in r.err
     assert tree_digest(home / "envs" / "dl") == before
 
@@ -217,22 +235,31 @@ def test_interrupted_add_restores_env(cli, home, tiny, wheelhouse, slow_links):
     assert tree_digest(home / "envs" / "dl") == before
 
 
-def test_list_reads_metadata_without_starting_interpreters(cli, home, tiny, wheelhouse, tmp_path):
-    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
+def test_list_reads_metadata_without_starting_interpreters(made, tmp_path):
+    home = made
     marker = tmp_path / "started"
     python = home / "envs" / "dl" / "bin" / "python"
+    target = os.readlink(python)
     python.unlink()
-    python.write_text(f"#!/bin/sh\ntouch {marker}\n")
-    python.chmod(0o755)
-    (env,) = cli("env", "list", "--json").json()["envs"]
+    try:
+        python.write_text(f"#!/bin/sh\ntouch {marker}\n")
+        python.chmod(0o755)
+        (env,) = envcheck(home, "env", "list", "--json").json()["envs"]
+    finally:  # the shared env's interpreter back
+        python.unlink()
+        python.symlink_to(target)
     assert env["packages"]["alpha"] == "1.0" and env["state"] == "ready"
     assert not marker.exists()
 
 
-def test_corrupt_manifest_lists_as_broken(cli, home, tiny, wheelhouse):
-    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
-    (home / "envs" / "dl" / "envcheck.json").write_text("{not json")
-    r = cli("env", "list", "--json")
+def test_corrupt_manifest_lists_as_broken(made):
+    manifest = made / "envs" / "dl" / "envcheck.json"
+    kept = manifest.read_bytes()
+    manifest.write_text("{not json")
+    try:
+        r = envcheck(made, "env", "list", "--json")
+    finally:  # the shared env's manifest back
+        manifest.write_bytes(kept)
     assert r.code == 0
     (env,) = r.json()["envs"]
     assert env["state"] == "broken" and "manifest" in env["problem"]
@@ -256,11 +283,10 @@ def test_remove_never_leaves_the_home(cli, home, tmp_path):
     assert (home / "envs" / "mine" / "data").exists()
 
 
-def test_remove_needs_confirmation_when_not_interactive(cli, home, tiny, wheelhouse):
-    assert cli("env", "create", "dl", "--preset", tiny, *offline(wheelhouse)).code == 0
-    r = cli("env", "remove", "dl")
+def test_remove_needs_confirmation_when_not_interactive(made):
+    r = envcheck(made, "env", "remove", "dl")
     assert r.code == 2 and "--yes" in r.err
-    assert (home / "envs" / "dl").exists()
+    assert (made / "envs" / "dl").exists()
 
 
 def test_create_finds_a_python_the_preset_allows(cli, home, wheelhouse):
@@ -346,3 +372,25 @@ def test_an_installer_backend_missing_a_method_fails_when_made_not_mid_install()
     with pytest.raises(TypeError):
         Installer()
     assert (UvInstaller().name, PipInstaller().name) == ("uv", "pip")
+
+
+def test_pip_configuration_is_read_only_where_it_can_change_where_packages_come_from(monkeypatch):
+    """--no-index with --find-links decides everything: pip's configuration (`pip config list`
+    starts pip, a second on every install) isn't read; any other command line is laid over it."""
+    from envcheck.envs import indexes
+
+    config = ["global.find-links='/opt/wheels'", "global.index-url='https://mirror.example/simple'"]
+    reads = []
+    monkeypatch.setattr(indexes, "_pip_config_lines", lambda: reads.append(1) or config)
+    for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    offline_only = indexes.IndexSettings.from_options(None, (), ["/w"], True)
+    assert indexes.configured(offline_only) == offline_only and reads == []
+    no_index = indexes.configured(indexes.IndexSettings.from_options(None, (), (), True))
+    assert reads == [1] and no_index.no_index and no_index.find_links == ("/opt/wheels",)
+    links = indexes.configured(indexes.IndexSettings.from_options(None, (), ["/w"], False))
+    assert links.find_links == ("/w",) and links.index_url == "https://mirror.example/simple"
+    assert indexes.configured(None).index_url == "https://mirror.example/simple" and len(reads) == 3
+    served = indexes.IndexSettings.from_options(None, (), ["https://wheels.example/"], True)
+    indexes.configured(served)  # a server's links: its trusted hosts and certificates may apply
+    assert len(reads) == 4

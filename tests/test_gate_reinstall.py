@@ -8,10 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from conftest import ROOT, clean_env
 from ray_cluster import envcheck_of_version
-from test_gate import GATE_IN_ENV, gated  # noqa: F401  (the fixture)
+from test_gate import GATE_IN_ENV, gated, validated  # noqa: F401  (the fixtures)
 from test_select import envcheck
 
 PRESET = ('title = "e"\ndescription = ""\nkind = "cpu"\nframework = "tensorflow"\n'
@@ -59,9 +62,23 @@ def test_ensure_ready_survives_reinstalling_envcheck_regular_then_editable(home,
     answers()
 
 
-def test_an_older_envchecks_link_is_repaired_by_the_next_command(gated, home, tmp_path):
+@pytest.fixture
+def gated_home(gated, tmp_path_factory) -> Path:
+    """The home of test_gate's validated env tf (made once per module); its lib/ (the gate
+    client and envcheck's interpreter, which these tests break) put back after each test."""
+    home = Path(gated["ENVCHECK_HOME"])
+    lib = home / "lib"
+    kept = tmp_path_factory.mktemp("lib-kept") / "lib"
+    shutil.copytree(lib, kept, symlinks=True)
+    yield home
+    shutil.rmtree(lib)
+    shutil.copytree(kept, lib, symlinks=True)
+
+
+def test_an_older_envchecks_link_is_repaired_by_the_next_command(gated, gated_home, tmp_path):
     """What the issue met: lib/envcheck a link to a reinstalled envcheck's folder, now holding
     only data/presets. `check` (its stored-pass answer) puts the gate client back."""
+    home = gated_home
     lib = home / "lib"
     shutil.rmtree(lib / "envcheck")
     stale = tmp_path / "old-site-packages" / "envcheck"
@@ -78,8 +95,9 @@ def test_an_older_envchecks_link_is_repaired_by_the_next_command(gated, home, tm
     assert out["verdict"] == "ready" and out["foreign"] == []
 
 
-def test_a_gone_interpreter_is_said_with_its_fix(gated, home, tmp_path):
+def test_a_gone_interpreter_is_said_with_its_fix(gated, gated_home, tmp_path):
     """envcheck's venv moved or deleted: the env's gate says so and how to point it anew."""
+    home = gated_home
     (home / "lib" / "envcheck-python").write_text(str(tmp_path / "gone" / "python"))
     python = home / "envs" / "tf" / "bin" / "python"
     env = {k: v for k, v in gated.items() if k != "ENVCHECK_HOME"}
