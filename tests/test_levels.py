@@ -300,11 +300,36 @@ def test_fleet_forwards_level(monkeypatch, home, capsys):
     _dispatch(["fleet", "validate", "--level", "1", "--json"])
     _dispatch(["fleet", "check", "--env", "pt"])
     assert asked[0][-2:] == ["--level", "1"] and "--level" not in asked[1]
-    import click
+    _dispatch(["fleet", "gpu", "--level", "1"])  # `gpu` reads level 1 of the node
+    assert asked[2][-2:] == ["--level", "1"]
+    from envcheck.errors import UsageError
 
-    with pytest.raises(click.UsageError, match="--level"):  # `gpu` has no level: exit 2 at the top
-        _dispatch(["fleet", "gpu", "--level", "1"])
+    with pytest.raises(UsageError, match="judges an env"):  # level 2 needs an env: exit 2 at the top
+        _dispatch(["fleet", "gpu", "--level", "2"])
     capsys.readouterr()
+
+
+def test_gpu_level_1_reads_the_nodes_health_in_its_one_nvml_session(fake_nvml, home, tmp_path):
+    """`envcheck gpu --level 1`, as `dcgmi diag -r 1`: no env needed; the GPU table and each GPU's
+    findings, exit 1 and the GPU to drain when one is not ready; NVML initialised once."""
+    trace = tmp_path / "trace"
+    env = fake_nvml.env([A100, A100 + ",ecc=2/2"], ENVCHECK_HOME=str(home), FAKE_NVML_TRACE=str(trace))
+    got = fake_nvml.cli(env, "gpu", "--level", "1", "--json")
+    assert got.code == 1, got.err
+    data = got.json()
+    assert data["schema"] == "envcheck.health/1" and data["verdict"] == "not-ready" and data["drain"] == [1]
+    assert [g["index"] for g in data["host"]["gpus"]] == [0, 1]  # what `gpu --json` says, too
+    assert data["envelope"]["problem"].startswith("GPU 1: 2 uncorrected ECC errors")
+    assert trace.read_text().split().count("nvmlInit_v2") + trace.read_text().split().count("nvmlInitWithFlags") == 1
+    text = fake_nvml.cli(env, "gpu", "--level", "1")
+    assert text.code == 1 and "drain: GPU 1" in text.out and "nvidia-smi -r -i 1" in text.out
+    assert text.err.startswith("envcheck: not ready: GPU 1:")
+    healthy = fake_nvml.cli(fake_nvml.env([A100, A100], ENVCHECK_HOME=str(home)), "gpu", "--level", "1", "--json")
+    assert healthy.code == 0 and healthy.json()["verdict"] == "ready", healthy.err
+    plain = fake_nvml.cli(env, "gpu", "--json")
+    assert plain.code == 0 and "level" not in plain.json()  # without --level: as before, no health read
+    bad = fake_nvml.cli(env, "gpu", "--level", "3")
+    assert bad.code == 2 and bad.err.count("\n") == 1 and "validate ENV --level 3" in bad.err
 
 
 def test_level2_in_process_a_degraded_gpu_makes_the_env_degraded(gpu_env, home, monkeypatch):

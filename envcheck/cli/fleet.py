@@ -18,7 +18,7 @@ import click
 
 from ..fleet.survey import BUSY_AFTER, COMMANDS, survey
 from ._common import declare, index_settings, pass_ctx
-from .options import JSON, LEVEL, Option, count, positive_seconds
+from .options import GPU_LEVEL, JSON, LEVEL, Option, count, positive_seconds
 
 SUMMARIES = {
     "gpu": "The driver, its CUDA version and the GPUs of every node.",
@@ -32,6 +32,8 @@ LEVELLED = ("doctor", "validate", "check", "provision")  # node commands with --
 # the nodes' --level, passed on only when given (a node's default is 2, an older envcheck's too)
 FLEET_LEVEL = Option(LEVEL.flag, LEVEL.dest, LEVEL.help + "; passed to every node", None, LEVEL.parse,
                      LEVEL.metavar)
+FLEET_GPU_LEVEL = Option(GPU_LEVEL.flag, GPU_LEVEL.dest, GPU_LEVEL.help + "; passed to every node", None,
+                         GPU_LEVEL.parse, GPU_LEVEL.metavar)
 REFUSED = {"--markdown": "the fleet asks each node for JSON; its text is a table of the nodes",
            "--format": "the fleet asks each node for JSON; its own --json gives the fleet's document"}
 SECRET_CARRIERS = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTRA_INDEX_URL",
@@ -126,7 +128,7 @@ def _subcommand(name: str) -> click.Command:
     options = [ADDRESS, NODES, INCLUDE_HEAD, timeout_option(spec.timeout), MIN_READY]
     options += [DEVICE_TIMEOUT_OPTION] if name in DEVICE_TIMEOUT else []
     options += [BUSY_AFTER_OPTION] if spec.holds_gpus else []
-    options += [FLEET_LEVEL] if name in LEVELLED else []
+    options += [FLEET_LEVEL] if name in LEVELLED else [FLEET_GPU_LEVEL] if name == "gpu" else []
     command = declare(*options, JSON)(click.argument("args", nargs=-1, type=click.UNPROCESSED,
                                                    metavar=f"[{name.upper()} OPTIONS]...")(run))
     return click.command(name, context_settings={"ignore_unknown_options": True})(command)

@@ -8,16 +8,21 @@ from __future__ import annotations
 import click
 
 from ._common import declare, pass_ctx
-from .options import JSON
+from .options import GPU_LEVEL, JSON
 
 
 @click.command()
-@declare(JSON)
+@declare(GPU_LEVEL, JSON)
 @pass_ctx
-def gpu(ctx, as_json: bool) -> None:
+def gpu(ctx, level: int | None, as_json: bool) -> None:
     """Show the NVIDIA driver, its CUDA version and the GPUs (like nvidia-smi).
 
     GPUs are numbered by their NVML index, as nvidia-smi numbers them; `validate --devices`
-    and `run --gpus` use the same numbers.
+    and `run --gpus` use the same numbers. With --level 1, each GPU's health too, read in the
+    same NVML session (exit 1 when a GPU is not ready to train: drain it).
     """
-    ctx.finish(ctx.session.host, as_json)
+    if level == 1:
+        ctx.session.want_level1()
+        ctx.finish(ctx.session.health, as_json)
+    else:
+        ctx.finish(ctx.session.host, as_json)

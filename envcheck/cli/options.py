@@ -105,3 +105,17 @@ LEVEL = Option("--level", "level", "health level: 1 = reads only (NVML, device n
 
 CHECK = (ENV, FRAMEWORK, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, LEVEL, JSON)
 
+
+def node_level(text: str | int) -> int:
+    """Level 1 only: the levels above judge an env (``gpu --level``)."""
+    level = health_level(text)
+    if level != 1:
+        raise UsageError("a level above 1 judges an env, not the node",
+                         f"use envcheck validate ENV --level {level}; envcheck gpu takes --level 1")
+    return level
+
+
+# `gpu`: the node's GPUs, with their level-1 health when asked (as dcgmi diag -r 1 is asked)
+GPU_LEVEL = Option("--level", "level", "1: also read each GPU's level-1 health (ECC, row remapping, "
+                   "PCIe link, clocks, device nodes, Xids), like dcgmi diag -r 1", None, node_level, "1")
+

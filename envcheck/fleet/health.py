@@ -12,6 +12,16 @@ from typing import Any, Iterator
 HEALTH_VERDICTS = ("ready", "degraded", "not-ready", "no-gpu", "unknown")
 
 
+def _report_health(report: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    verdict = report.get("verdict") if report.get("verdict") in HEALTH_VERDICTS else "unknown"
+    drain = []
+    for gpu in report.get("gpus") or []:
+        if isinstance(gpu, dict) and gpu.get("verdict") == "not-ready":
+            first = next((f for f in gpu.get("findings") or [] if f.get("effect") == "not-ready"), {})
+            drain.append({"gpu": gpu.get("gpu"), "uuid": gpu.get("uuid"), "finding": first.get("id")})
+    return verdict, drain
+
+
 def _sections(value: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
     if depth > 6:
         return
@@ -28,7 +38,10 @@ def _sections(value: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
 
 
 def node_health(document: Any) -> tuple[str, list[dict[str, Any]]]:
-    """(the node's health verdict, its GPUs to drain: gpu, uuid, finding)."""
+    """(the node's health verdict, its GPUs to drain: gpu, uuid, finding). `gpu --level 1`
+    answers with the level-1 report itself (``envcheck.health/1``): its verdict and its GPUs."""
+    if isinstance(document, dict) and document.get("schema") == "envcheck.health/1":
+        return _report_health(document)
     sections = list(_sections(document))
     verdicts = {s.get("host_verdict") for s in sections}
     verdict = next((v for v in ("not-ready", "degraded", "ready", "no-gpu") if v in verdicts), "unknown")

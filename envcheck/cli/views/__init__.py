@@ -14,6 +14,7 @@ import importlib
 
 TEXT = {
     "envcheck.host.probe:HostState": "text:host_state",
+    "envcheck.host.level1:HealthReport": "health:health_report",
     "envcheck.usecases.compat:CompatResult": "text:compat",
     "envcheck.usecases.selection:Selection": "text:selection",
     "envcheck.usecases.gate:GateResult": "text:gate",

@@ -24,7 +24,8 @@ def gpu_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
     node = _findings((section.get("node") or {}).get("findings"))
     if node:
         verdict = next((e for e in ("not-ready", "degraded") if any(f["effect"] == e for f in node)), "ready")
-        rows.append({"label": "node", "verdict": verdict, "used": bool(used), "findings": node})
+        rows.append({"label": "node", "verdict": verdict, "used": section.get("node_used", bool(used)),
+                     "findings": node})
     return rows
 
 
@@ -59,3 +60,20 @@ def text_lines(section: dict[str, Any] | None, indent: str = "  ") -> list[str]:
             action = f"; action: {f['action']}" if f.get("action") else ""
             lines.append(f"{indent}    {f['effect']}: {f['measured']} ({f['cause']}){action}")
     return lines
+
+
+def health_report(report) -> tuple[str, str]:
+    """`envcheck gpu --level 1`: the GPU table as `gpu` shows it, then each GPU's health and
+    the node's (every GPU counts: no env narrows them); on stderr, when not ready, the first
+    finding and its action."""
+    from .text import host_state
+
+    out, err = host_state(report.host)
+    data = report.to_json()
+    section = {**data, "used_gpus": [g.index for g in report.host.gpus if g.visible], "node_used": True,
+               "drain": [{"gpu": index} for index in data["drain"]]}
+    lines = [out, *text_lines(section, indent="")]
+    answer = data["envelope"]
+    if answer["verdict"] == "not-ready":
+        err = f"envcheck: not ready: {answer['problem']}" + (f"\nfix: {answer['fix']}" if answer["fix"] else "")
+    return "\n".join(lines), err
