@@ -391,6 +391,8 @@ def test_pip_configuration_is_read_only_where_it_can_change_where_packages_come_
     links = indexes.configured(indexes.IndexSettings.from_options(None, (), ["/w"], False))
     assert links.find_links == ("/w",) and links.index_url == "https://mirror.example/simple"
     assert indexes.configured(None).index_url == "https://mirror.example/simple" and len(reads) == 3
+    monkeypatch.setenv("PIP_INDEX_URL", "https://carried.example/simple")  # variables cost nothing: read
+    assert indexes.configured(offline_only).index_url == "https://carried.example/simple" and len(reads) == 3
     served = indexes.IndexSettings.from_options(None, (), ["https://wheels.example/"], True)
     indexes.configured(served)  # a server's links: its trusted hosts and certificates may apply
     assert len(reads) == 4

@@ -225,12 +225,13 @@ def configured(overrides: IndexSettings | None) -> IndexSettings:
     """The command line's settings ``overrides`` laid over the pip configuration. With
     ``--no-index`` and only local ``--find-links`` folders given, the configuration can't change
     where packages come from (nor how a server is reached: no trusted host, proxy or
-    certificate applies), and it isn't read (``pip config list`` starts pip: a second, on
-    every install)."""
+    certificate applies), and its files aren't read (``pip config list`` starts pip: a second,
+    on every install); its ``PIP_*`` variables still are (they cost nothing, and the fleet
+    carries an index URL with credentials to a node in ``PIP_INDEX_URL``)."""
     local = overrides is not None and overrides.find_links and all(
         "://" not in link or link.startswith("file:") for link in overrides.find_links)
     if local and overrides.no_index:
-        return overrides
+        return settings_from_pip_config([]).merged(overrides)
     return settings_from_pip_config().merged(overrides)
 
 
