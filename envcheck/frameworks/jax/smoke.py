@@ -227,10 +227,18 @@ class Jax(object):
         psum = jax.jit(shard_map(lambda a: jax.lax.psum(a, "data"), mesh=mesh, in_specs=spec,
                                  out_specs=spec))
 
+        # XLA's CPU devices run collectives on one shared thread pool (as many threads as
+        # cores): psums queued ahead can hold every thread at the rendezvous while a device's
+        # turn of the first waits for one, and XLA aborts the process after 40 s. On CPU
+        # devices each psum is waited for before the next is queued.
+        one_at_a_time = all(self.device(n).platform == "cpu" for n in names)
+
         def fn(reps):
             out = None
             for _ in range(reps):
                 out = psum(x)
+                if one_at_a_time:
+                    out.block_until_ready()
             out.block_until_ready()
 
         return fn, "jax.lax.psum in shard_map over a Mesh of %d devices" % len(names)
