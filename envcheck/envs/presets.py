@@ -31,7 +31,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 KINDS = ("cpu", "gpu")
-TOP_KEYS = ("title", "description", "kind", "framework", "requires-python", "packages", "indexes", "gpu")
+TOP_KEYS = ("title", "description", "kind", "framework", "requires-python", "packages", "indexes", "gpu", "variants")
 GPU_KEYS = ("cuda", "cudnn", "libraries")
 REQUIRED = ("title", "kind", "framework", "packages")
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
@@ -61,6 +61,18 @@ class Preset:
     # Extra package indexes the packages come from upstream (a framework's CPU-only index): used when
     # reachable, a warning when not (the configured indexes and find-links may hold the wheels).
     indexes: tuple[str, ...] = ()
+    # Which build this is (``variants``: ``cpu``, ``cu12``, a declared variant's name), and every
+    # variant the file declares, in its order of preference (empty: it declares none).
+    variant: str = field(default="", compare=False)
+    variants: tuple["Preset", ...] = field(default=(), compare=False, repr=False)
+
+    def with_variant(self, name: str) -> "Preset":
+        """The variant called ``name`` (a UsageError naming those there are)."""
+        for preset in self.variants or (self,):
+            if preset.variant == name:
+                return preset
+        names = ", ".join(p.variant for p in self.variants or (self,))
+        raise UsageError(f"preset {self.name} has no variant {name!r}", f"choose one of: {names}")
 
     @property
     def wheel_libraries(self) -> bool:
@@ -84,6 +96,8 @@ class Preset:
             "source": str(self.source),
             "origin": self.origin,
             "content_hash": self.content_hash,
+            "variant": self.variant,
+            "variants": [p.variant for p in self.variants],
         }
 
 
@@ -195,9 +209,30 @@ def _preset_files(home: Home) -> dict[str, tuple[str, Path]]:
 
 
 def _build(path: Path, data: dict[str, Any], origin: str) -> Preset:
+    """The preset a file declares: its first variant, carrying all of them, when it declares
+    variants (``envs.variants``), else the one build the file describes."""
+    from dataclasses import replace
+
+    from .variants import variant_tables
+
     _check_keys(path, data, TOP_KEYS, "")
+    declared = variant_tables(path, data)
+    if not declared:
+        return _build_one(path, data, origin, None)
+    variants = tuple(_build_one(path, merged, origin, name) for name, merged in declared)
+    variants = tuple(replace(v, variants=variants) for v in variants)
+    return variants[0]
+
+
+def _build_one(path: Path, data: dict[str, Any], origin: str, variant: str | None) -> Preset:
+    from .variants import implicit_name
+
+    where = f"variant {variant}: " if variant else ""
     for key in REQUIRED:
         if key not in data:
+            if variant:
+                raise UsageError(f"{path}: {where}missing key '{key}'",
+                                 f"add {key} = ... to [variants.{variant}] or to the top of the file")
             raise UsageError(f"{path}: missing key '{key}'", f"add {key} = ... to the file")
     title = _string(path, data, "title", limit=LIMITS["title"])
     description = _string(path, data, "description", required=False, limit=LIMITS["description"])
@@ -220,11 +255,13 @@ def _build(path: Path, data: dict[str, Any], origin: str) -> Preset:
         "requires-python": str(requires_python), "packages": [str(r) for r in requirements],
         "gpu": {"cuda": cuda, "cudnn": cudnn, "libraries": libraries},
         **({"indexes": list(indexes)} if indexes else {}),
+        **({"variant": variant} if variant else {}),
     }
     return Preset(name=path.stem, title=title, description=description, kind=kind,
                   framework=framework, requires_python=requires_python, packages=packages,
                   cuda=cuda, cudnn=cudnn, libraries=libraries, source=path, origin=origin,
-                  content_hash=_hash(content), requirements=requirements, indexes=indexes)
+                  content_hash=_hash(content), requirements=requirements, indexes=indexes,
+                  variant=variant or implicit_name(kind, cuda))
 
 
 def _indexes(path: Path, data: dict[str, Any]) -> tuple[str, ...]:

@@ -84,21 +84,22 @@ def show_env(session: Session, name: str) -> EnvDetail:
 def create_env(session: Session, name: str, *, preset_name: str | None, preset_file: str | None,
                python: str | None = None, add: tuple[str, ...] = (), installer: str | None = None,
                index: Any = None, progress: Progress = SILENT, kernel: bool = False,
-               for_another_host: bool = False) -> EnvDetail:
+               for_another_host: bool = False, variant: str | None = None, link: bool = True) -> EnvDetail:
     """Create env NAME from a preset; with ``kernel``, ipykernel too (unless the preset or
     ``add`` names it) and its Jupyter kernel in the user's Jupyter folder. A GPU preset this
-    host can't train with is refused before any download unless ``for_another_host``."""
+    host can't train with is refused before any download unless ``for_another_host``; of a
+    preset with variants, this host gets the first that fits (``variant``: that one).
+    ``link``: link an intact twin env's files where there is one (``envs.linking``)."""
     from ..envs.presets import resolve_preset
     from ..errors import UsageError
     from .hints import cpu_hint
 
     if bool(preset_name) == bool(preset_file):
         raise UsageError("give exactly one of --preset and --preset-file", f"e.g. {cpu_hint(session.home)}")
-    preset = resolve_preset(session.home, name=preset_name, file=preset_file)
-    if not for_another_host:
-        from .provision import refuse_misfit
+    from .provision import refuse_misfit
 
-        refuse_misfit(session, preset, python)
+    preset = refuse_misfit(session, resolve_preset(session.home, name=preset_name, file=preset_file), python,
+                           variant, for_another_host)
     for_kernel = ()  # ipykernel, when the kernel asked for needs it and nothing else names it
     if kernel:
         from ..envs.presets import parse_requirement
@@ -107,7 +108,8 @@ def create_env(session: Session, name: str, *, preset_name: str | None, preset_f
         check_target(session, name)  # a place the kernel can't go is bad input: before the create
         for_kernel = (IPYKERNEL,) if lacks_ipykernel([*preset.requirements, *map(parse_requirement, add)]) else ()
     detail = EnvDetail(session.store.create(name, preset, python=python, add=(*add, *for_kernel),
-                                            installer=installer, index=index, progress=progress), created=True)
+                                            installer=installer, index=index, progress=progress, link=link),
+                       created=True)
     if kernel:
         detail.kernel = install_kernel(session, name)
         detail.kernel.added = {n: detail.env.packages.get(n, "?") for n in for_kernel}  # say so

@@ -71,7 +71,7 @@ def judge_compat(session: Session, *, framework: str | None = None, env_name: st
     else:
         build, env_python = _env_build(session, env_name)
         python = python or env_python
-    host, source = _profile(session, driver, gpu_ccs, no_gpu, os_name, python)
+    host, source = host_profile(session, driver, gpu_ccs, no_gpu, os_name, python)
     return CompatResult(build, host, source, judge(build, host, require_gpu=require_gpu))
 
 
@@ -98,7 +98,7 @@ def _env_build(session: Session, name: str) -> tuple[Build, str | None]:
     return build, (info.manifest.get("python") or {}).get("version")
 
 
-def _profile(session: Session, driver: str | None, gpu_ccs: tuple[str, ...], no_gpu: bool,
+def host_profile(session: Session, driver: str | None, gpu_ccs: tuple[str, ...], no_gpu: bool,
              os_name: str | None, python: str | None) -> tuple[HostProfile, dict[str, str]]:
     """The host profile: what was given, the rest from the live host; and where each came from."""
     os_name = os_name or ("windows" if sys.platform == "win32" else "linux")

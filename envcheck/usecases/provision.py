@@ -152,15 +152,16 @@ def _preference(preset) -> tuple:
 
 
 def _judge_gpu(preset, host) -> Planned:
-    """Keep a GPU preset for --auto only if this host can train with it."""
-    if not host.no_gpu_reason() and frameworks.build_for_requirements(preset.requirements) is None:
+    """Keep a GPU preset for --auto only if this host can train with it (with the first of
+    its variants that can)."""
+    from .variants import for_this_host
+
+    if not host.no_gpu_reason() and all(frameworks.build_for_requirements(v.requirements) is None
+                                        for v in preset.variants or (preset,)):
         return Planned(preset, f"can't tell which {preset.framework} build preset {preset.name} installs",
                        f"provision it by name if you want it: envcheck provision --preset {preset.name}")
-    try:
-        misfit = gpu_misfit(preset, host)
-    except UsageError as exc:  # no Python fits the preset
-        return Planned(preset, exc.message, exc.fix)
-    return Planned(preset, *misfit) if misfit else Planned(preset)
+    chosen, misfit = for_this_host(host, preset)
+    return Planned(chosen, *misfit) if misfit else Planned(chosen)
 
 
 def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None] | None:
@@ -193,13 +194,18 @@ def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None
     return None
 
 
-def refuse_misfit(session: Session, preset, python: str | None = None) -> None:
-    """`env create` of a GPU preset this host can't train with: a UsageError before anything is
-    downloaded, its fix one alternative per sentence (this host's fix, a CPU env, and
-    ``--for-another-host`` for an env meant for another machine)."""
-    misfit = gpu_misfit(preset, session.host, python) if preset.kind == "gpu" else None
+def refuse_misfit(session: Session, preset, python: str | None = None, variant: str | None = None,
+                  for_another_host: bool = False):
+    """The variant of ``preset`` `env create` makes here (``usecases.variants``); a GPU preset
+    this host can't train with is a UsageError before anything is downloaded, its fix one
+    alternative per sentence (this host's fix, a CPU env, and ``--for-another-host`` for an
+    env meant for another machine)."""
+    from .variants import for_this_host
+
+    host = session.host if preset.kind == "gpu" and not for_another_host else None
+    chosen, misfit = for_this_host(host, preset, python, variant, for_another_host)
     if misfit is None:
-        return
+        return chosen
     from .hints import cpu_hint
 
     reason, fix = misfit
@@ -222,26 +228,55 @@ def ensure(store, preset, *, installer: str | None = None, index=None,
     """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError.
 
     ``index``: the command line's ``IndexSettings`` (None: the pip configuration alone)."""
+    return _ensure(store, preset.name, preset.name, f"created from preset {preset.name}",
+                   lambda: store.create(preset.name, preset, installer=installer, index=index, keep_log=True,
+                                        progress=progress),
+                   lambda info: _compare(info, preset), wait, progress)
+
+
+def ensure_lock(store, lock, name: str, *, installer: str | None = None, index=None, offline: bool = False,
+                wait: float = DEFAULT_WAIT, progress: Progress = SILENT) -> Outcome:
+    """Make env ``name`` from ``lock`` unless it already is (from the same lock: unchanged; from
+    anything else: stale, left as it is)."""
+    label = f"lock {lock.source}"
+
+    def compare(info) -> Outcome:
+        rebuild = f"envcheck env remove {name} --yes && envcheck provision --lock {lock.source} --name {name}"
+        if info.state == "broken":
+            return Outcome(name, label, "failed", f"env {name} is broken: {info.problem}", fix=rebuild)
+        if (info.manifest.get("lock") or {}).get("digest") != lock.digest:
+            return Outcome(name, label, "stale", f"env {name} exists but was not made from this lock "
+                           f"({lock.digest[:19]}...); left as it is", fix=rebuild)
+        return Outcome(name, label, "unchanged", f"already made from this lock on {info.manifest.get('created')}")
+
+    return _ensure(store, name, label, f"created from {label}",
+                   lambda: store.create_from_lock(name, lock, installer=installer, index=index, offline=offline,
+                                                  keep_log=True, progress=progress),
+                   compare, wait, progress)
+
+
+def _ensure(store, name: str, label: str, created: str, make, compare, wait: float, progress: Progress) -> Outcome:
+    """``make`` env ``name`` unless it exists (then ``compare`` says what it is); another
+    process making it is waited for (``wait`` seconds), then looked at again."""
     deadline = time.monotonic() + wait
-    name = preset.name
     while True:
         info = _existing(store, name)
         if info is not None and info.state != "incomplete":
-            return _compare(info, preset)
+            return compare(info)
         try:
-            store.create(name, preset, installer=installer, index=index, keep_log=True, progress=progress)
-            return Outcome(name, preset.name, "created", f"created from preset {preset.name}")
+            make()
+            return Outcome(name, label, "created", created)
         except BusyError:
             progress.start(f"env {name}", f"env {name} is being changed by another envcheck process; "
                            f"waiting for it (up to {max(deadline - time.monotonic(), 0):.0f} s)")
             if not _wait_unlocked(store, name, deadline):
-                return Outcome(name, preset.name, "failed", f"another envcheck process kept env {name} "
+                return Outcome(name, label, "failed", f"another envcheck process kept env {name} "
                                f"locked for more than {wait:.0f} s", fix="wait for it to finish, then run again")
         except EnvcheckError as exc:
             info = _existing(store, name)
             if isinstance(exc, UsageError) and info is not None and info.state != "incomplete":
                 continue  # "already exists": another process finished it between our look and our lock
-            return Outcome(name, preset.name, "failed", exc.message, fix=exc.fix, log=exc.log)
+            return Outcome(name, label, "failed", exc.message, fix=exc.fix, log=exc.log)
 
 
 def _existing(store, name: str):
@@ -299,17 +334,37 @@ def check(session: Session, outcome: Outcome, *, smoke: bool, timeout: float | N
 def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
               smoke: bool = True, installer: str | None = None, index: Any = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
-              progress: Progress = SILENT, framework: str | None = None, level: int = 2) -> ProvisionResult:
-    """Plan, ensure and check (at health ``level``: 1 reads only): see the module docstring."""
+              progress: Progress = SILENT, framework: str | None = None, level: int = 2,
+              lock_file: str | None = None, name: str | None = None, offline: bool = False) -> ProvisionResult:
+    """Plan, ensure and check (at health ``level``: 1 reads only): see the module docstring.
+    ``lock_file``: the env of that lock (``name``: its name, else the lock's env or preset's)."""
     session.want_level1()
-    planned = plan(session.home, names, files, auto, session.host if auto else None, framework)
+    if lock_file is None and (name or offline):
+        raise UsageError(f"{'--name' if name else '--offline'} goes with --lock", "pass --lock FILE too")
+    if lock_file is not None:
+        from ..envs.env_info import check_name
+        from ..envs.locks import read_lock
+
+        if names or files or auto:
+            raise UsageError("--lock makes one env from a lock", "leave --preset, --preset-file and --auto out")
+        lock = read_lock(lock_file)
+        name = name or lock.tool.get("env") or lock.preset.get("name")
+        if not name:
+            raise UsageError(f"lock {lock.source} names no env", "pass --name NAME")
+        check_name(name)
+        todo = [(name, lambda: ensure_lock(session.store, lock, name, installer=installer, index=index,
+                                           offline=offline, wait=wait, progress=progress))]
+    else:
+        planned = plan(session.home, names, files, auto, session.host if auto else None, framework)
+        todo = [(p.preset.name, p if p.skip else
+                 (lambda p=p: ensure(session.store, p.preset, installer=installer, index=index, wait=wait,
+                                     progress=progress))) for p in planned]
     result = ProvisionResult()
-    for item in planned:
-        if item.skip:
-            result.envs.append(Outcome(item.preset.name, item.preset.name, "skipped", item.skip, fix=item.fix))
+    for env_name, step in todo:
+        if isinstance(step, Planned):
+            result.envs.append(Outcome(env_name, step.preset.name, "skipped", step.skip, fix=step.fix))
             continue
-        outcome = ensure(session.store, item.preset, installer=installer, index=index, wait=wait,
-                         progress=progress)
+        outcome = step()
         if outcome.action != "failed":
             report = check(session, outcome, smoke=smoke, timeout=timeout, progress=progress, level=level)
             result.health = report.health or result.health

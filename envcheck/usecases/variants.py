@@ -1,0 +1,87 @@
+"""Which variant of a preset a host gets: the first, in the preset's order, whose build the
+compat rules let train on that host's GPUs (``host.compat.judge``, as `compat` judges).
+
+Two hosts ask: this one (`env create`, `provision --auto`: ``for_this_host``, which also
+wants the system libraries a preset names, as `env create` always did), or a target described
+by ``--for-driver`` and ``--for-cc`` on a builder without a GPU (`env lock`:
+``for_target``). A GPU preset no variant of which fits is refused with each variant's reason,
+never given a CPU build in its place.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import frameworks
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..envs.presets import Preset
+    from ..host.compat import HostProfile
+    from ..host.probe import HostState
+
+
+def _candidates(preset: Preset, asked: str | None) -> tuple[Preset, ...]:
+    return (preset.with_variant(asked),) if asked else (preset.variants or (preset,))
+
+
+def misfit_for(requirements, profile: HostProfile, requires_python=None) -> str | None:
+    """Why the build ``requirements`` install can't train on the GPUs of ``profile`` (its
+    ``python`` in ``requires_python``, a ``SpecifierSet``, included), or None."""
+    from packaging.version import Version
+
+    from ..host.compat import judge
+
+    if profile.python and requires_python is not None \
+            and not requires_python.contains(Version(profile.python), prereleases=True):
+        return f"python {profile.python} is not in its requires-python {requires_python}"
+    if not profile.gpu_ccs:
+        return profile.driver_unreadable or "the target has no NVIDIA GPU (give --for-driver and --for-cc " \
+                                            "for a GPU host)"
+    build = frameworks.build_for_requirements(requirements)
+    if build is None:
+        return None  # which build it installs can't be told: nothing to judge it by
+    verdict = judge(build, profile)
+    if verdict.verdict == "fail" or not verdict.uses_gpu:
+        return verdict.reasons[0] if verdict.reasons else "it would not use the target's GPUs"
+    return None
+
+
+def for_target(preset: Preset, profile: HostProfile, asked: str | None = None) -> Preset:
+    """The variant a target gets (a CPU preset: itself); a UsageError with each variant's reason
+    when none fits."""
+    if preset.kind != "gpu":
+        return preset.with_variant(asked) if asked else preset
+    reasons = []
+    for variant in _candidates(preset, asked):
+        why = misfit_for(variant.requirements, profile, variant.requires_python)
+        if why is None:
+            return variant
+        reasons.append(f"{variant.variant}: {why}")
+    raise UsageError(f"no GPU variant of preset {preset.name} fits the target "
+                     f"(driver {profile.driver_version or 'none'}, GPUs {', '.join(profile.gpu_ccs) or 'none'}): "
+                     + "; ".join(reasons),
+                     "lock for a host whose driver and GPUs fit (--for-driver V --for-cc X.Y), or lock a CPU "
+                     "preset for a CPU node")
+
+
+def for_this_host(host: HostState, preset: Preset, python: str | None = None, asked: str | None = None,
+                  for_another_host: bool = False) -> tuple[Preset, tuple[str, str | None] | None]:
+    """(the variant this host gets, None) or, when none fits, (the first, why it doesn't and
+    its fix) as ``provision.gpu_misfit`` says it. ``for_another_host``: no judgement, the
+    variant asked for or the first."""
+    from .provision import gpu_misfit
+
+    candidates = _candidates(preset, asked)
+    if preset.kind != "gpu" or for_another_host:
+        return candidates[0], None
+    first = None
+    for variant in candidates:
+        try:
+            misfit = gpu_misfit(variant, host, python)
+        except UsageError as exc:  # no Python fits this variant
+            misfit = (exc.message, exc.fix)
+        if misfit is None:
+            return variant, None
+        if first is None:
+            first = misfit if len(candidates) == 1 else (f"variant {variant.variant}: {misfit[0]}", misfit[1])
+    return candidates[0], first
