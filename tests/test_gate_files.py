@@ -26,13 +26,20 @@ def test_moving_the_framework_package_away_misses_the_stored_pass(fresh_gated, h
     assert smoke.code == 1 and not smoke.json()["ready"] and not smoke.json()["cached"]
 
 
-def test_an_edited_package_init_misses_the_stored_pass(fresh_gated, home):
+def test_an_edited_package_init_misses_the_stored_pass_and_is_drift(fresh_gated, home):
+    """An edit behind envcheck's back: the env is no longer the one validated (issue 21.4)."""
     assert gate(fresh_gated)["cached"]
     with open(standin_package(home) / "__init__.py", "a") as fh:
         fh.write("raise ImportError('edited behind envcheck')\n")
     data = gate(fresh_gated)
-    assert not data["cached"]
-    assert gate(fresh_gated)["cached"]  # the new state was validated and stored
+    assert not data["cached"] and not data["ready"]
+    assert data["reason"].startswith("drifted since validation: 1 file(s) changed")
+    assert "envcheck env verify tf" in data["fix"]
+    again = gate(fresh_gated)  # still drifted: no validation turns it back into the env that was validated
+    assert not again["ready"] and again["reason"] == data["reason"]
+    verified = envcheck(fresh_gated, "env", "verify", "tf", "--json")
+    assert verified.code == 1 and verified.json()["files"]["changed"] == [
+        "lib/python3.11/site-packages/tensorflow_cpu_standin/__init__.py"]
 
 
 def test_bytecode_the_env_writes_keeps_the_stored_pass(fresh_gated, home):

@@ -45,19 +45,21 @@ def as_v1(path: Path) -> None:
 
 
 def test_migrations_chain_to_the_current_schema():
-    assert mf.SCHEMA == "envcheck.manifest/2"
+    assert mf.SCHEMA == "envcheck.manifest/3"
     assert sorted(mf._MIGRATIONS) == list(range(1, mf.VERSION))
     v1 = {"schema": "envcheck.manifest/1", "name": "a", "state": "ready",
           "packages": {"tensorflow-cpu": "2.21.0", "numpy": "2.0"}}
-    assert mf.migrate(dict(v1), frameworks_of=detect) == {**v1, "schema": mf.SCHEMA, "frameworks": ["tensorflow"]}
+    # /2 named the frameworks; /3 the lock an env was made from, the env it was linked from, its digest
+    assert mf.migrate(dict(v1), frameworks_of=detect) == {**v1, "schema": mf.SCHEMA, "frameworks": ["tensorflow"],
+                                                          "lock": None, "linked_from": None, "digest": None}
     assert mf.migrate({**v1, "packages": {"torch": "2.5.1"}}, frameworks_of=detect)["frameworks"] == ["torch"]
     assert mf.migrate(dict(v1))["frameworks"] == []  # envs can't name frameworks alone: the caller says how
     with pytest.raises(mf.ManifestError) as newer:
-        mf.migrate({**v1, "schema": "envcheck.manifest/3"})
+        mf.migrate({**v1, "schema": "envcheck.manifest/4"})
     assert newer.value.fix == "made by a newer envcheck: upgrade envcheck"
 
 
-def test_a_v1_manifest_lists_ready_with_frameworks_and_add_rewrites_it_as_v2(cli, home, presets, wheelhouse):
+def test_a_v1_manifest_lists_ready_with_frameworks_and_add_rewrites_it_as_current(cli, home, presets, wheelhouse):
     assert cli("env", "create", "dl", "--preset", "tf", *offline(wheelhouse)).code == 0
     assert json.loads(manifest(home, "dl").read_text())["frameworks"] == ["tensorflow"]
     as_v1(manifest(home, "dl"))
@@ -69,7 +71,7 @@ def test_a_v1_manifest_lists_ready_with_frameworks_and_add_rewrites_it_as_v2(cli
     r = cli("env", "add", "dl", "torch", *offline(wheelhouse))
     assert r.code == 0, r.err
     data = json.loads(manifest(home, "dl").read_text())
-    assert data["schema"] == "envcheck.manifest/2" and data["state"] == "ready"
+    assert data["schema"] == mf.SCHEMA and data["state"] == "ready"
     assert data["frameworks"] == ["tensorflow", "torch"] and data["requested"] == ["tensorflow-cpu==2.21.0", "torch"]
 
 

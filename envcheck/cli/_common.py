@@ -9,11 +9,14 @@ import click
 pass_ctx = click.make_pass_decorator(object)
 
 
-def index_options(func):
-    """--index-url/--extra-index-url/--find-links/--no-index/--installer, declared once."""
+def index_options(func=None, *, installer: bool = True):
+    """--index-url/--extra-index-url/--find-links/--no-index and, unless ``installer`` is
+    False (a command that only resolves, with uv), --installer: declared once."""
+    if func is None:
+        return functools.partial(index_options, installer=installer)
     options = [
-        click.option("--installer", type=click.Choice(["uv", "pip"]), default=None,
-                     help="installer backend (default: recorded in the env, else uv)"),
+        *([click.option("--installer", type=click.Choice(["uv", "pip"]), default=None,
+                        help="installer backend (default: recorded in the env, else uv)")] if installer else []),
         click.option("--index-url", default=None, help="base URL of the package index"),
         click.option("--extra-index-url", multiple=True, help="extra index URL (repeatable)"),
         click.option("--find-links", multiple=True, help="local folder or URL of wheels (repeatable)"),

@@ -115,7 +115,9 @@ def _stored_pass(root: str, given: dict):
     python_version = (manifest.get("python") or {}).get("version") if isinstance(manifest.get("python"), dict) else None
     current = freshness.fingerprint(env_dir, python=python, manifest=os.path.join(env_dir, MANIFEST_NAME),
                                     python_version=python_version, state=state,
-                                    packages=installed_packages(env_dir), host=facts)
+                                    packages=installed_packages(env_dir), host=facts,
+                                    lock=(manifest.get("lock") or {}).get("digest")
+                                    if isinstance(manifest.get("lock"), dict) else None)
     if state != "ready" or not freshness.answers(report, current, max_age, bool(given.get("smoke"))):
         return None, health
     from ..usecases.gate import judge, needs_gpu, with_health

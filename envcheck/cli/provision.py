@@ -16,6 +16,11 @@ from .options import AUTO_FRAMEWORK, JSON, LEVEL, NO_SMOKE, TIMEOUT
 @click.option("--auto", is_flag=True,
               help="per framework: its CPU preset, plus its first GPU preset this host's driver, GPUs, "
                    "Pythons and libraries can run")
+@click.option("--lock", "lock_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="the env of a pylock.toml (envcheck env lock): exactly its files")
+@click.option("--name", metavar="NAME", help="with --lock: the env's name (default: the env or preset it was locked from)")
+@click.option("--offline", is_flag=True, help="with --lock: no index, no network; the wheels from --find-links "
+                                              "(default: the lock's own folder)")
 @declare(AUTO_FRAMEWORK)
 @declare(NO_SMOKE, TIMEOUT, LEVEL)
 @click.option("--wait", default=DEFAULT_WAIT, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
@@ -23,7 +28,7 @@ from .options import AUTO_FRAMEWORK, JSON, LEVEL, NO_SMOKE, TIMEOUT
 @index_options
 @declare(JSON)
 @pass_ctx
-def provision(ctx, names, files, auto, framework, no_smoke, timeout, level, wait, installer, index_url, extra_index_url,
+def provision(ctx, names, files, auto, lock_file, name, offline, framework, no_smoke, timeout, level, wait, installer, index_url, extra_index_url,
               find_links, no_index, as_json):
     """Create the envs an installation needs, unless they exist, and validate each.
 
@@ -38,5 +43,6 @@ def provision(ctx, names, files, auto, framework, no_smoke, timeout, level, wait
     with ctx.progress(as_json) as progress:
         result = run_provision(ctx.session, names=names, files=files, auto=auto, smoke=not no_smoke,
                                installer=installer, index=index, wait=wait, timeout=timeout,
-                               progress=progress, framework=framework, level=level)
+                               progress=progress, framework=framework, level=level, lock_file=lock_file,
+                               name=name, offline=offline)
     ctx.finish(result, as_json)

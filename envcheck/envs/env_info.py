@@ -68,6 +68,9 @@ class EnvInfo:
             "requested": m.get("requested", []),
             "frameworks": m.get("frameworks", []),
             "packages": self.packages,
+            "lock": m.get("lock"),  # the lock it was made from: digest, variant, target (null: a preset)
+            "digest": m.get("digest"),  # what it holds, as envs.verify.content_digest says
+            "linked_from": m.get("linked_from"),
             "problem": self.problem,
             "fix": self.fix,
         }

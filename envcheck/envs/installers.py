@@ -77,8 +77,29 @@ class Installer(ABC):
     def install_command(self, env_python: Path, requirements: list[str], index: IndexSettings) -> list[str]:
         """The command line that installs ``requirements`` into the env of ``env_python``."""
 
-    def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
+    def install_locked(self, env_python: Path, hashed: Path, index: IndexSettings, log: Path,
+                       progress: Progress = SILENT, offline: bool = False) -> None:
+        """Install exactly the files of a lock: ``hashed`` is its requirements file
+        (``locks.hashed_requirements``: one pin and every allowed hash per package), installed
+        with ``--require-hashes --no-deps --only-binary :all:``, so nothing is resolved, nothing
+        else pulled in, and a file whose hash differs is refused. ``offline``: no index and no
+        network at all, only ``index``'s find-links folders."""
+        from .install_output import reader
+
+        cmd = self.locked_command(env_python, hashed, index, offline)
+        code, tail = run_logged(cmd, log, self.environ(index, offline), reader(self.name, progress))
+        if code != 0:
+            raise install_failure(self.name, [f"the lock's packages ({hashed.name})"], index, tail, log)
+
+    @abstractmethod
+    def locked_command(self, env_python: Path, hashed: Path, index: IndexSettings, offline: bool) -> list[str]:
+        """The command line that installs the hashed requirements file ``hashed``, as ``install_locked`` says."""
+
+    def environ(self, index: IndexSettings | None = None, offline: bool = False) -> dict[str, str]:
         return clean_environ()
+
+
+LOCKED = ["--require-hashes", "--no-deps", "--only-binary", ":all:"]
 
 
 @dataclass
@@ -96,11 +117,15 @@ class UvInstaller(Installer):
 
             return shutil.which("uv")
 
-    def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
-        extra = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+    def environ(self, index: IndexSettings | None = None, offline: bool = False) -> dict[str, str]:
+        extra = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1", **({"UV_OFFLINE": "1"} if offline else {})}
         if self.cache_dir and "UV_CACHE_DIR" not in os.environ:
             extra["UV_CACHE_DIR"] = str(self.cache_dir)
-        return clean_environ({**extra, **(index.variables("UV") if index else {})})
+        env = clean_environ({**extra, **(index.variables("UV") if index else {})})
+        if offline:  # the user's own uv variables can't bring an index back
+            for key in ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_DEFAULT_INDEX"):
+                env.pop(key, None)
+        return env
 
     def create_venv(self, python: str, target: Path, log: Path) -> None:
         cmd = [self.binary() or "uv", "venv", "--quiet", "--allow-existing", "--no-project",
@@ -118,6 +143,10 @@ class UvInstaller(Installer):
             cmd += ["--index-strategy", "unsafe-best-match"]
         return cmd + index.args() + list(requirements)
 
+    def locked_command(self, env_python, hashed, index, offline):
+        cmd = [self.binary() or "uv", "pip", "install", "--python", str(env_python), "--compile-bytecode", *LOCKED]
+        return cmd + (["--offline"] if offline else []) + index.args() + ["-r", str(hashed)]
+
 
 @dataclass
 class PipInstaller(Installer):
@@ -132,16 +161,25 @@ class PipInstaller(Installer):
                                  "check the interpreter", log=str(log))
 
     def install_command(self, env_python, requirements, index):
-        # An env made by uv has no pip of its own: then envcheck's pip installs into it.
+        # pip compiles bytecode by default; say it anyway, the benchmark compares like with like.
+        return [*self._pip(env_python), "install", "--compile", "--disable-pip-version-check", *index.args(),
+                *requirements]
+
+    def locked_command(self, env_python, hashed, index, offline):
+        # Offline, ``index`` is --no-index with the find-links folders alone (pip has no other switch).
+        return [*self._pip(env_python), "install", "--compile", "--disable-pip-version-check", *LOCKED,
+                *index.args(), "-r", str(hashed)]
+
+    @staticmethod
+    def _pip(env_python) -> list[str]:
+        """The env's own pip; an env made by uv has none: then envcheck's pip installs into it."""
         from .metadata import installed_packages
 
         env_dir = Path(env_python).parent.parent
-        pip = [str(env_python), "-m", "pip"] if "pip" in installed_packages(env_dir) \
+        return [str(env_python), "-m", "pip"] if "pip" in installed_packages(env_dir) \
             else [sys.executable, "-m", "pip", "--python", str(env_python)]
-        # pip compiles bytecode by default; say it anyway, the benchmark compares like with like.
-        return [*pip, "install", "--compile", "--disable-pip-version-check", *index.args(), *requirements]
 
-    def environ(self, index: IndexSettings | None = None) -> dict[str, str]:
+    def environ(self, index: IndexSettings | None = None, offline: bool = False) -> dict[str, str]:
         # The index settings arrive whole (the user's pip configuration merged in already), so
         # pip must not read its configuration a second time with its own precedence: no config
         # file, and only the index variables set here.

@@ -10,7 +10,10 @@ write ``SCHEMA``. A newer schema, a document that isn't JSON, or a field of the 
 a ``ManifestError`` (with its fix), which makes that one env ``broken``, never a crash.
 
 Schema history: /1 the first; /2 adds ``frameworks``, the deep-learning frameworks
-installed. Envs must not import ``envcheck.frameworks`` (a layer above them), so the
+installed; /3 adds ``lock`` (the lock an env was made from: its digest, variant and target;
+null for an env made from a preset) and ``linked_from`` (the env whose files a second env
+was linked from; null when installed) and ``digest`` (``verify.content_digest`` of what was
+installed, the same on every node made from one lock; null for an env made before). Envs must not import ``envcheck.frameworks`` (a layer above them), so the
 field is computed by a ``FrameworksOf`` function its caller passes (the use cases pass
 ``envcheck.frameworks.detect``); without one, a /1 document reads with ``frameworks`` empty.
 """
@@ -24,7 +27,7 @@ from typing import Any, Callable, Mapping
 FrameworksOf = Callable[[Mapping[str, str]], list[str]]  # packages {name: version} -> framework names
 
 _PREFIX = "envcheck.manifest/"
-VERSION = 2
+VERSION = 3
 SCHEMA = f"{_PREFIX}{VERSION}"
 READY = "ready"
 CREATING = "creating"
@@ -37,7 +40,8 @@ _FIELDS = {
     "preset.hash": "str?", "preset.kind": "str?", "preset.framework": "str?", "requested": "list[str]",
     "python": "dict", "python.version": "str?", "python.base": "str?", "installer": "str?",
     "index": "dict", "created": "str?", "updated": "str?", "packages": "dict[str,str]",
-    "frameworks": "list[str]",
+    "frameworks": "list[str]", "lock": "dict?", "lock.digest": "str", "linked_from": "str?",
+    "digest": "str?",
 }
 
 
@@ -102,7 +106,11 @@ def _v1_to_v2(data: dict[str, Any], frameworks_of: FrameworksOf | None) -> dict[
     return {**data, "schema": f"{_PREFIX}2", "frameworks": found}
 
 
-_MIGRATIONS = {1: _v1_to_v2}  # from version N to N+1; each takes (data, frameworks_of)
+def _v2_to_v3(data: dict[str, Any], frameworks_of: FrameworksOf | None) -> dict[str, Any]:
+    return {**data, "schema": f"{_PREFIX}3", "lock": None, "linked_from": None, "digest": None}
+
+
+_MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}  # from version N to N+1; each takes (data, frameworks_of)
 
 
 def shape_problem(data: dict[str, Any]) -> str | None:

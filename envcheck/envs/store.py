@@ -174,13 +174,41 @@ class EnvStore:
 
     def create(self, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
                installer: str | None = None, index=None, keep_log: bool = False,
-               progress: Progress = SILENT) -> EnvInfo:
+               progress: Progress = SILENT, link: bool = True) -> EnvInfo:
         """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all
         (``transactions.create_env`` says what each option does)."""
         from .transactions import create_env
 
         return create_env(self, name, preset, python=python, add=add, installer=installer, index=index,
-                          keep_log=keep_log, progress=progress)
+                          keep_log=keep_log, progress=progress, link=link)
+
+    def create_from_lock(self, name: str, lock, **options) -> EnvInfo:
+        """Create env NAME with exactly a lock's files (``transactions.create_from_lock``)."""
+        from .transactions import create_from_lock
+
+        return create_from_lock(self, name, lock, **options)
+
+    def verify(self, name: str, hashes: bool = False):
+        """(the env, its ``verify.Drift`` since its baseline, whether the baseline was taken now).
+
+        An env made before envcheck kept baselines is checked file by file against its
+        RECORDs and its packages against its manifest, and, found clean, gets its baseline
+        now. Times found moved on files whose bytes are unchanged are recorded, when no other
+        process holds the env (the next check is quick again)."""
+        from . import verify as vf
+
+        info = self._require_ready(name)
+        lock = (info.manifest.get("lock") or {}).get("digest")
+        baseline = vf.read(str(info.path))
+        adopted = baseline is None
+        if adopted:
+            baseline, hashes = vf.adopt(str(info.path), info.manifest.get("packages") or {}, lock), True
+        drift = vf.verify(str(info.path), baseline, hashes)
+        if drift.refreshed or (adopted and drift.clean):
+            with suppress(BusyError, OSError):
+                with self.locked(name):
+                    vf.write(info.path, vf.refreshed(baseline, drift))
+        return info, drift, adopted and drift.clean
 
     def add(self, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
             index=None, progress: Progress = SILENT) -> EnvInfo:

@@ -28,15 +28,16 @@ if TYPE_CHECKING:
 
 def create_env(store: EnvStore, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
                installer: str | None = None, index=None, keep_log: bool = False,
-               progress: Progress = SILENT) -> EnvInfo:
+               progress: Progress = SILENT, link: bool = True) -> EnvInfo:
     """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all.
 
     ``index``: the command line's ``IndexSettings``, laid over the pip configuration.
     ``keep_log``: keep the installer's log of a failure on bad input too (for a caller that
     reports it as a failure, exit 1, rather than as bad input, exit 2, that changed nothing).
     ``progress`` hears the task begin once the inputs are valid, then its phases.
+    ``link``: where an intact env of the same preset content, requirements and interpreter
+    exists, link its files (``linking``) instead of installing.
     """
-    from ..processes import signals_interrupt
     from .indexes import configured
     from .installers import choose_backend
     from .presets import parse_requirement
@@ -52,29 +53,136 @@ def create_env(store: EnvStore, name: str, preset, *, python: str | None = None,
     target = store.home.env_dir(name)
     _refuse_foreign(store, name, target)
     settings = settings.with_preset_indexes(preset.indexes)  # after the cheap checks: it may wait
+    record = _record(name, {**preset.to_json(), "hash": preset.content_hash}, requirements, interpreter,
+                     backend, settings)
+
+    def same(m: dict) -> bool:
+        return m.get("lock") is None and (m.get("preset") or {}).get("hash") == preset.content_hash \
+            and m.get("requested") == requirements and m.get("python") == record["python"]
+
+    def install(log: Path) -> None:
+        backend.create_venv(str(interpreter.path), target, log)
+        backend.install(env_python(target), requirements, settings, log, progress)
+
+    return _make(store, name, target, record, install, _twin(store, name, same) if link else None,
+                 f"creating env {name} from preset {preset.name} with {backend.name}, python {interpreter.version}",
+                 keep_log, progress)
+
+
+def create_from_lock(store: EnvStore, name: str, lock, *, python: str | None = None, installer: str | None = None,
+                     index=None, offline: bool = False, keep_log: bool = False, progress: Progress = SILENT,
+                     link: bool = True) -> EnvInfo:
+    """Create env NAME with exactly the files of ``lock`` (``locks.Lock``), hashes checked,
+    nothing resolved; a transaction as ``create_env``. ``offline``: no index and no network,
+    the wheels only from ``index``'s find-links folders (the lock's own folder, a wheelhouse,
+    when none is given), each locked wheel checked present before anything changes."""
+    from .indexes import IndexSettings, configured
+    from .installers import choose_backend
+    from .pythons import find_python
+    from .wheelhouse import missing
+
+    check_name(name)
+    store._settle(name)
+    where = f"lock {lock.source}" if lock.source else "the lock"
+    if not lock.python:
+        raise UsageError(f"{where} names no target Python ([tool.envcheck] python)",
+                         "lock it with envcheck env lock, which records it")
+    interpreter = find_python(f"=={lock.python}.*", python, needed_by=where)
+    backend = choose_backend(installer)
+    backend.cache_dir = store.home.uv_cache
+    if offline:
+        given = tuple(index.find_links) if index is not None and index.find_links else ()
+        folders = given or ((str(lock.source.parent),) if lock.source else ())
+        settings = IndexSettings(no_index=True, find_links=folders)
+        absent = missing(lock, [Path(f) for f in folders])
+        if absent:
+            raise UsageError(f"--offline: {len(absent)} locked wheel(s) are not in {', '.join(folders) or 'any folder'}: "
+                             f"{', '.join(absent[:3])}{' ...' if len(absent) > 3 else ''}",
+                             "give the wheelhouse made with `envcheck env lock --wheelhouse DIR` as --find-links DIR")
+    else:
+        settings = configured(index).with_preset_indexes(tuple(lock.preset.get("indexes") or ()))
+    target = store.home.env_dir(name)
+    _refuse_foreign(store, name, target)
+    record = _record(name, dict(lock.preset), [f"{n}=={v}" for n, v in lock.pins.items()], interpreter, backend,
+                     settings)
+    record["lock"] = {**lock.summary(), "source": str(lock.source) if lock.source else None}
+
+    def same(m: dict) -> bool:
+        return (m.get("lock") or {}).get("digest") == lock.digest and m.get("python") == record["python"]
+
+    def install(log: Path) -> None:
+        from .locks import hashed_requirements
+
+        backend.create_venv(str(interpreter.path), target, log)
+        hashed = target / ".envcheck-lock-requirements.txt"
+        hashed.write_text(hashed_requirements(lock), encoding="utf-8")
+        try:
+            backend.install_locked(env_python(target), hashed, settings, log, progress, offline)
+        finally:
+            hashed.unlink(missing_ok=True)
+        _check_pins(target, lock.pins, log)
+
+    return _make(store, name, target, record, install, _twin(store, name, same) if link else None,
+                 f"creating env {name} from {where} ({len(lock.packages)} packages) with {backend.name}, "
+                 f"python {interpreter.version}", keep_log, progress)
+
+
+def _record(name: str, preset: dict[str, Any], requirements: list[str], interpreter, backend, settings) -> dict:
+    """A new env's first manifest (``creating``)."""
+    return {"schema": mf.SCHEMA, "name": name, "state": mf.CREATING, "preset": preset, "requested": requirements,
+            "python": {"version": str(interpreter.version), "base": str(interpreter.path)},
+            "installer": backend.name, "index": settings.to_json(), "warnings": settings.warnings(),
+            "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [], "lock": None,
+            "linked_from": None, "digest": None}
+
+
+def _check_pins(target: Path, pins: dict[str, str], log: Path) -> None:
+    """What was installed is what the lock pins (the installer's own pip, seeded by virtualenv, aside)."""
+    from ..errors import OperationError
+
+    now = installed_packages(target)
+    if "pip" not in pins:
+        now.pop("pip", None)
+    wrong = sorted(n for n in set(now) | set(pins) if now.get(n) != pins.get(n))
+    if wrong:
+        raise OperationError(f"the env does not hold the lock's packages: {', '.join(wrong[:5])}",
+                             "see the log", log=str(log))
+
+
+def _twin(store: EnvStore, name: str, same) -> EnvInfo | None:
+    """A ready env whose manifest ``same`` accepts and that has a baseline to verify it by."""
+    from .verify import read
+
+    for info in store.list():
+        if info.name != name and info.state == "ready" and same(info.manifest) and read(str(info.path)) is not None:
+            return info
+    return None
+
+
+def _make(store: EnvStore, name: str, target: Path, record: dict[str, Any], install, twin: EnvInfo | None,
+          what: str, keep_log: bool, progress: Progress) -> EnvInfo:
+    """The transaction both creates share: place the env (``creating``), link the twin's files
+    or ``install``, then the gate's link, the baseline and, last, ``ready``."""
+    from ..processes import signals_interrupt
+    from .verify import take, write as write_baseline
+
     with store._changing(name):
         _clear_incomplete(store, name, target)
         log = store._log(name, "create")
-        progress.start(f"env {name}", f"creating env {name} from preset {preset.name} with "
-                       f"{backend.name}, python {interpreter.version}", log)
+        progress.start(f"env {name}", what, log)
         try:
             with signals_interrupt():  # SIGTERM and SIGHUP take Ctrl-C's clean-up path
-                record = {
-                    "schema": mf.SCHEMA, "name": name, "state": mf.CREATING,
-                    "preset": {**preset.to_json(), "hash": preset.content_hash},
-                    "requested": requirements,
-                    "python": {"version": str(interpreter.version), "base": str(interpreter.path)},
-                    "installer": backend.name, "index": settings.to_json(),
-                    "warnings": settings.warnings(), "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [],
-                }
                 _place(store, name, target, record)
-                progress.phase("making the venv")
-                backend.create_venv(str(interpreter.path), target, log)
-                backend.install(env_python(target), requirements, settings, log, progress)
+                if twin is None or not _linked(store, twin, target, record, progress):
+                    progress.phase("making the venv")
+                    install(log)
                 link_env(store.home, target)
                 packages = installed_packages(target)
+                progress.phase("recording what was installed")
+                baseline = take(str(target), (record.get("lock") or {}).get("digest"))
+                write_baseline(target, baseline)
                 record.update(state=mf.READY, packages=packages, frameworks=store._frameworks(packages),
-                              updated=mf.now())
+                              digest=baseline["digest"], updated=mf.now())
                 mf.write_atomic(target / MANIFEST_NAME, record)
         except BaseException as exc:
             if not keep_log:
@@ -83,8 +191,50 @@ def create_env(store: EnvStore, name: str, preset, *, python: str | None = None,
                 store.scratch.delete(name, target)  # interrupt landed right after the rename
             raise
         log.unlink(missing_ok=True)
-    progress.done("created")
+    progress.done("created" if not record.get("linked_from") else f"created, linked from env {record['linked_from']}")
     return store.get(name)
+
+
+def _linked(store: EnvStore, twin: EnvInfo, target: Path, record: dict[str, Any], progress: Progress) -> bool:
+    """Fill ``target`` from ``twin``'s files if the twin is intact and can be linked from
+    (True), else leave ``target`` as placed and say why (False: the caller installs)."""
+    from ..errors import BusyError
+    from .linking import LinkUnavailable, clone
+    from .verify import read, take, verify, write as write_baseline
+
+    progress.phase(f"linking the files of env {twin.name}")
+    try:
+        with store.locked(twin.name):
+            baseline = read(str(twin.path))
+            drift = verify(str(twin.path), baseline) if baseline is not None else None
+            if drift is None or not drift.clean:
+                store.notice(f"env {twin.name} has the same packages but drifted since it was made "
+                                f"({drift.summary() if drift else 'no baseline'}); installing instead")
+                return False
+            try:
+                clone(twin.path, target)
+            except LinkUnavailable as exc:
+                store.notice(f"can't link the files of env {twin.name}: {exc}; installing instead")
+                _empty(target)
+                return False
+            write_baseline(twin.path, take(str(twin.path), baseline.get("lock")))  # linking moved their change times
+    except BusyError:
+        store.notice(f"env {twin.name} is being changed; installing instead of linking its files")
+        return False
+    if installed_packages(target) != twin.packages:
+        raise OSError(f"the files linked from env {twin.name} don't hold its packages")
+    record.update(linked_from=twin.name, installer=twin.manifest.get("installer"), index=twin.manifest.get("index"))
+    return True
+
+
+def _empty(target: Path) -> None:
+    """Everything in ``target`` but its manifest goes (a link that failed half-way)."""
+    for entry in os.scandir(target):
+        if entry.name != MANIFEST_NAME:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
 
 
 def _place(store: EnvStore, name: str, target: Path, record: dict[str, Any]) -> None:
@@ -153,6 +303,7 @@ def _install_more(store: EnvStore, info: EnvInfo, reqs: list[str], backend, sett
                   progress: Progress) -> None:
     """Backup, intent, ``changing``, install, commit (``ready``); rolled back on any failure."""
     from ..processes import signals_interrupt
+    from .verify import take, write as write_baseline
 
     name, manifest = info.name, info.path / MANIFEST_NAME
     backup = store.scratch.path(name, "backup")
@@ -168,7 +319,10 @@ def _install_more(store: EnvStore, info: EnvInfo, reqs: list[str], backend, sett
             mf.write_atomic(manifest, {**info.manifest, "state": mf.CHANGING, "updated": mf.now()})
             backend.install(info.python, reqs, settings, log, progress)
             packages = installed_packages(info.path)
-            mf.write_atomic(manifest, {**info.manifest, "schema": mf.SCHEMA, "state": mf.READY,
+            baseline = take(str(info.path), None)  # an added package ends the lock's promise
+            write_baseline(info.path, baseline)
+            mf.write_atomic(manifest, {**info.manifest, "schema": mf.SCHEMA, "state": mf.READY, "lock": None,
+                                       "digest": baseline["digest"],
                                        "requested": [*info.manifest.get("requested", []), *reqs],
                                        "packages": packages, "frameworks": store._frameworks(packages),
                                        "updated": mf.now(), "installer": backend.name})

@@ -138,10 +138,27 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
     if stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
             and stored.data.get("level", 2) >= level:
         result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
+    elif stored is not None and info.state == "ready" and (drift := _drift(session, info.name)) is not None:
+        return GateResult(info.name, False, False, f"drifted since validation: {drift.summary()}",
+                          f"envcheck env verify {info.name} names what changed; packages go in with envcheck env add "
+                          f"(which records them), anything else: recreate the env", stored.age_s,
+                          int(stored.data.get("gpus_usable") or 0), stored.data)
     else:
         report = session.validate_and_store(info, smoke=smoke, level=level)
         result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
     return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
+
+
+def _drift(session: Session, name: str):
+    """What changed in env ``name`` since its baseline (``envs.verify``, quick), or None when
+    nothing did or it has none to compare with: a validated env that drifted is no longer
+    the env that was validated, so it is not ready, whatever a new validation would say."""
+    from ..envs.verify import NAME
+
+    if not (session.home.env_dir(name) / NAME).is_file():
+        return None
+    _, drift, _ = session.store.verify(name)
+    return None if drift.clean else drift
 
 
 def _running_env() -> tuple:

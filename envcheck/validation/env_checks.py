@@ -66,11 +66,29 @@ def integrity_check(ctx: Context) -> Check:
         if started is not None:
             return Check("integrity", "fail", f"the env's interpreter does not start: {started}",
                          fix=f"recreate the env: envcheck env remove {info.name} --yes && envcheck env create ...")
-    if result.ok:
-        return Check("integrity", "pass", f"manifest sound, {len(info.packages)} packages, requirements satisfied")
-    problems = result.unsatisfied + result.broken
-    return Check("integrity", "fail", f"{len(problems)} requirement problem(s): {problems[0]}",
-                 "; ".join(problems), f"envcheck env add {info.name} '<the missing requirement>' or recreate the env")
+    if not result.ok:
+        problems = result.unsatisfied + result.broken
+        return Check("integrity", "fail", f"{len(problems)} requirement problem(s): {problems[0]}",
+                     "; ".join(problems), f"envcheck env add {info.name} '<the missing requirement>' or recreate the env")
+    drift = _drift(info)
+    if drift is not None:
+        lock = (info.manifest.get("lock") or {}).get("source")
+        return Check("integrity", "fail", f"drifted since it was made: {drift.summary()}",
+                     f"envcheck env verify {info.name} names each file",
+                     f"recreate it: envcheck env remove {info.name} --yes && envcheck env create {info.name} "
+                     + (f"--lock {lock}" if lock else "..."))
+    return Check("integrity", "pass", f"manifest sound, {len(info.packages)} packages, requirements satisfied")
+
+
+def _drift(info):
+    """The env's drift since its baseline (``envs.verify``, quick), or None: clean, or no baseline."""
+    from ..envs import verify
+
+    baseline = verify.read(str(info.path))
+    if baseline is None:
+        return None
+    drift = verify.verify(str(info.path), baseline)
+    return None if drift.clean else drift
 
 
 def libraries_check(ctx: Context) -> Check:

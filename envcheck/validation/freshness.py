@@ -37,14 +37,16 @@ def deeper(a: str | None, b: str | None) -> bool:
 
 
 def fingerprint(env_dir: str | os.PathLike, *, python: str | os.PathLike, manifest: str | os.PathLike,
-                python_version: str | None, state: str, packages: dict[str, str], host: dict) -> dict:
+                python_version: str | None, state: str, packages: dict[str, str], host: dict,
+                lock: str | None = None) -> dict:
     """What a stored validation depends on: a change of any of it means validate again. The
     env's own state, manifest, interpreter and files (replaced, edited or deleted behind
     envcheck's back) count as much as its packages, the driver and the GPUs (``host``: the
-    facts of ``host.library.host_facts``)."""
+    facts of ``host.library.host_facts``), and, for an env made from a lock, the lock's digest."""
     return {"packages": dict(sorted(packages.items())), "python": python_version,
             "env_state": state, "interpreter": file_identity(python),
-            "manifest": file_identity(manifest), "files": files_stamp(env_dir), **host}
+            "manifest": file_identity(manifest), "files": files_stamp(env_dir), **host,
+            **({"lock": lock} if lock else {})}
 
 
 def file_identity(path: str | os.PathLike) -> list | None:

@@ -72,7 +72,8 @@ def fingerprint(info, host) -> dict[str, Any]:
 
     return freshness.fingerprint(info.path, python=info.python, manifest=info.path / MANIFEST_NAME,
                                  python_version=info.manifest.get("python", {}).get("version"),
-                                 state=info.state, packages=info.packages, host=host_fingerprint(host))
+                                 state=info.state, packages=info.packages, host=host_fingerprint(host),
+                                 lock=(info.manifest.get("lock") or {}).get("digest"))
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,10 @@ def env_detail(result) -> str:
     data = info.to_json()
     lines = [f"{key + ':':16}{data[key]}" for key in
              ("name", "state", "path", "preset", "kind", "framework", "python_version", "installer",
-              "created", "updated", "problem", "fix") if data.get(key) is not None]
+              "created", "updated", "linked_from", "digest", "problem", "fix") if data.get(key) is not None]
+    if data.get("lock"):
+        lock = data["lock"]
+        lines.append(f"{'lock:':16}{lock.get('digest')} (variant {lock.get('variant')}, {lock.get('source') or '-'})")
     lines.append(f"{'packages:':16}{len(info.packages)}")
     lines += [f"  {name}=={version}" for name, version in info.packages.items()]
     return "\n".join(lines)
