@@ -32,9 +32,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import frameworks
 from ..errors import BusyError, EnvcheckError, UsageError
 from ..progress import SILENT, Progress
-from ..results import OK_VERDICTS, Result, envelope
+from ..results import OK_VERDICTS, Result, envelope, node
+from ..validation.health import node_health
 
 if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..envs.indexes import IndexSettings
+    from ..envs.presets import Preset
+    from ..envs.store import EnvStore
+    from ..host.probe import HostState
+    from ..paths import Home
     from .session import Session
 
 ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
@@ -75,13 +82,15 @@ class ProvisionResult(Result):
     def envelope(self) -> dict:
         """Not-ready with the first requested env that isn't done (its action, reason and fix);
         else degraded when one validated degraded, else ready. The envs made or kept that
-        validated ready or degraded are ready; a skipped preset is neither."""
+        validated ready or degraded are ready; a skipped preset is neither. The node: no host
+        facts (none kept), the level-1 health of the last validation."""
         done = [o.name for o in self.envs if o.ok and o.action != "skipped"]
         bad = next((o for o in self.envs if not o.ok), None)
+        facts = node(health=node_health([self.health]))
         if bad is not None:
-            return envelope("not-ready", f"env {bad.name}: {bad.action}: {bad.reason}", bad.fix, done)
+            return envelope("not-ready", f"env {bad.name}: {bad.action}: {bad.reason}", bad.fix, done, facts)
         degraded = any(o.verdict == "degraded" for o in self.envs if o.action != "skipped")
-        return envelope("degraded" if degraded else "ready", ready_envs=done)
+        return envelope("degraded" if degraded else "ready", ready_envs=done, node_facts=facts)
 
     def body(self) -> dict[str, Any]:
         return {"envs": [asdict(o) for o in self.envs], "ok": self.ok, "health": self.health}
@@ -89,15 +98,15 @@ class ProvisionResult(Result):
 
 @dataclass
 class Planned:
-    preset: Any  # presets.Preset
+    preset: Preset
     skip: str | None = None  # why --auto leaves it out
     fix: str | None = None
 
 
 # -- 1. plan ----------------------------------------------------------------------------------
 
-def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
-         host=None, framework: str | None = None) -> list[Planned]:
+def plan(home: Home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
+         host: HostState | None = None, framework: str | None = None) -> list[Planned]:
     """The presets to provision, each possibly skipped with a reason; raises UsageError on bad input."""
     from ..envs.presets import builtin_dir, resolve_preset
     from ..envs.env_info import check_name
@@ -140,7 +149,7 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
     return list(chosen.values())
 
 
-def _preference(preset) -> tuple:
+def _preference(preset: Preset) -> tuple:
     """--auto's order: by framework (the registry's), CPU first, then the framework's GPU
     presets in its order of preference, then any other (by name)."""
     names = frameworks.names()
@@ -151,7 +160,7 @@ def _preference(preset) -> tuple:
             order.index(preset.name) if preset.name in order else len(order), preset.name)
 
 
-def _judge_gpu(preset, host) -> Planned:
+def _judge_gpu(preset: Preset, host: HostState) -> Planned:
     """Keep a GPU preset for --auto only if this host can train with it."""
     if not host.no_gpu_reason() and frameworks.build_for_requirements(preset.requirements) is None:
         return Planned(preset, f"can't tell which {preset.framework} build preset {preset.name} installs",
@@ -163,7 +172,7 @@ def _judge_gpu(preset, host) -> Planned:
     return Planned(preset, *misfit) if misfit else Planned(preset)
 
 
-def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None] | None:
+def gpu_misfit(preset: Preset, host: HostState, python: str | None = None) -> tuple[str, str | None] | None:
     """Why this host can't train with GPU preset ``preset`` (the reason and its fix), or None
     when it can, or when the build it installs can't be told. The judgement ``--auto`` makes:
     a usable GPU, a compat verdict that trains on it, a Python that fits (``python``: the one
@@ -193,7 +202,7 @@ def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None
     return None
 
 
-def refuse_misfit(session: Session, preset, python: str | None = None) -> None:
+def refuse_misfit(session: Session, preset: Preset, python: str | None = None) -> None:
     """`env create` of a GPU preset this host can't train with: a UsageError before anything is
     downloaded, its fix one alternative per sentence (this host's fix, a CPU env, and
     ``--for-another-host`` for an env meant for another machine)."""
@@ -217,7 +226,8 @@ def sentences(*alternatives: str | None) -> str:
 
 # -- 2. ensure --------------------------------------------------------------------------------
 
-def ensure(store, preset, *, installer: str | None = None, index=None,
+def ensure(store: EnvStore, preset: Preset, *, installer: str | None = None,
+           index: IndexSettings | None = None,
            wait: float = DEFAULT_WAIT, progress: Progress = SILENT) -> Outcome:
     """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError.
 
@@ -244,7 +254,7 @@ def ensure(store, preset, *, installer: str | None = None, index=None,
             return Outcome(name, preset.name, "failed", exc.message, fix=exc.fix, log=exc.log)
 
 
-def _existing(store, name: str):
+def _existing(store: EnvStore, name: str) -> EnvInfo | None:
     """The env as the store sees it (ready, incomplete or broken), or None when there is none."""
     try:
         return store.get(name)
@@ -252,7 +262,7 @@ def _existing(store, name: str):
         return None
 
 
-def _compare(info, preset) -> Outcome:
+def _compare(info: EnvInfo, preset: Preset) -> Outcome:
     name = info.name
     rebuild = f"envcheck env remove {name} --yes && envcheck provision --preset {preset.name}"
     if info.state == "broken":
@@ -267,7 +277,7 @@ def _compare(info, preset) -> Outcome:
     return Outcome(name, preset.name, "unchanged", f"already made from this preset on {info.manifest.get('created')}")
 
 
-def _wait_unlocked(store, name: str, deadline: float) -> bool:
+def _wait_unlocked(store: EnvStore, name: str, deadline: float) -> bool:
     """Block until no process holds env ``name``'s lock, or the deadline passes (False)."""
     from filelock import FileLock, Timeout
 
@@ -297,7 +307,7 @@ def check(session: Session, outcome: Outcome, *, smoke: bool, timeout: float | N
 
 
 def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
-              smoke: bool = True, installer: str | None = None, index: Any = None,
+              smoke: bool = True, installer: str | None = None, index: IndexSettings | None = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
               progress: Progress = SILENT, framework: str | None = None, level: int = 2) -> ProvisionResult:
     """Plan, ensure and check (at health ``level``: 1 reads only): see the module docstring."""
