@@ -7,24 +7,46 @@ Markdown, HTML) are the CLI's: ``envcheck.cli.views`` lists each result class's 
 
 A result that answers "is it ready?" (``gpu``, ``doctor``, ``validate``, ``check``,
 ``provision``, ``fleet``) also says so the same way in every command: ``envelope()``, the
-answer's verdict, the first problem and its fix, and the envs ready where the command speaks
-of envs, computed by the result from its own data. ``to_json`` puts it last in the document,
-as one nested object under ``ENVELOPE_KEY``: the fields each command had before stay as they
-were, and a consumer (``envcheck fleet``, a script) reads one shape whatever the command.
+answer's verdict, the first problem and its fix, the envs ready where the command speaks of
+envs, and the node it was asked on (``node``: the host facts the command read, and the
+node's level-1 health), computed by the result from its own data. ``to_json`` puts it last
+in the document, as one nested object under ``ENVELOPE_KEY``: the fields each command had
+before stay as they were, and a consumer (``envcheck fleet``, a script) reads one shape in one
+place whatever the command.
 """
 from __future__ import annotations
 
 ENVELOPE_KEY = "envelope"
 VERDICTS = ("ready", "degraded", "not-ready")
 OK_VERDICTS = ("ready", "degraded")  # the verdicts one can train with
+HEALTH_VERDICTS = ("ready", "degraded", "not-ready", "no-gpu")  # a node's level-1 health
+HOST_SCHEMA = "envcheck.host/1"  # the host facts ``node`` carries (``host.probe.HostState``)
+
+
+def node(host: dict | None = None, health: dict | None = None) -> dict:
+    """The node a command was asked on, as its envelope carries it: ``host``, the
+    ``envcheck.host/1`` facts the command read (None: it read none); ``health``, the node's
+    level-1 health, ``{"verdict": one of HEALTH_VERDICTS, "drain": [{"gpu", "uuid",
+    "finding"}...]}`` (None: not read)."""
+    return {"host": host, "health": health}
+
+
+def node_host(document: dict | None) -> dict | None:
+    """An ``envcheck.host/1`` document (``HostState.to_json()``, as nested in a report) as
+    ``node`` carries it, without its own envelope; None for anything else."""
+    if not isinstance(document, dict) or document.get("schema") != HOST_SCHEMA:
+        return None
+    return {key: value for key, value in document.items() if key != ENVELOPE_KEY}
 
 
 def envelope(verdict: str, problem: str | None = None, fix: str | None = None,
-             ready_envs: list | None = None) -> dict:
+             ready_envs: list | None = None, node_facts: dict | None = None) -> dict:
     """The answer in one shape: ``verdict`` (one of ``VERDICTS``), why it is not ready (or the
-    first warning) and the first fix (None when there is nothing to say), and ``ready_envs``,
-    the envs ready (a list; None for a command that doesn't speak of envs)."""
-    return {"verdict": verdict, "problem": problem, "fix": fix, "ready_envs": ready_envs}
+    first warning) and the first fix (None when there is nothing to say), ``ready_envs``, the
+    envs ready (a list; None for a command that doesn't speak of envs), and ``node`` (``node``:
+    empty when not given)."""
+    return {"verdict": verdict, "problem": problem, "fix": fix, "ready_envs": ready_envs,
+            "node": node_facts if node_facts is not None else node()}
 
 
 class Result:

@@ -21,15 +21,18 @@ from envcheck.fleet.aggregate import FleetResult, node_report
 from envcheck.fleet.cluster import Node
 from envcheck.fleet.dispatch import Outcome
 from envcheck.fleet.tasks import host_of
+from envcheck.host.findings import Finding
+from envcheck.host.level1 import GpuVerdict, HealthReport
 from envcheck.host.probe import Gpu, HostState
 from envcheck.results import ENVELOPE_KEY, Result
 from envcheck.usecases.cache import CacheInfo
 from envcheck.usecases.doctor import Diagnosis
-from envcheck.usecases.gate import GateResult, judge
+from envcheck.usecases.gate import GateResult, judge, with_health
 from envcheck.usecases.provision import Outcome as Provisioned
 from envcheck.usecases.provision import ProvisionResult
 from envcheck.usecases.selection import Ranked, Selection
 from envcheck.usecases.validate_envs import ValidationRun
+from envcheck.validation.health import section
 from envcheck.validation.reports import Check, Report, verdict_of
 
 NO_LIBRARY = HostState("no-library", "libnvidia-ml.so.1 was not found", "install the NVIDIA driver")
@@ -51,12 +54,23 @@ FAILED = ("libraries", "fail", "libcudnn.so.8 missing", "envcheck env add tf nvi
 WARNED = ("speedup", "warn", "the GPU is slower than the CPU", "check the GPU's clocks")
 
 
-def envelope_of(result: Result) -> dict:
+def document_envelope(result: Result) -> dict:
     """The envelope as the document carries it, checked to be the result's own, and last."""
     document = json.loads(json.dumps(result.to_json()))
     assert list(document)[0] == "schema" and list(document)[-1] == ENVELOPE_KEY
     assert document[ENVELOPE_KEY] == result.envelope()
+    assert set(document[ENVELOPE_KEY]["node"]) == {"host", "health"}
     return document[ENVELOPE_KEY]
+
+
+def envelope_of(result: Result) -> dict:
+    """The answer of the envelope: all but its ``node`` (``node_of``)."""
+    return {k: v for k, v in document_envelope(result).items() if k != "node"}
+
+
+def node_of(result: Result) -> dict:
+    """The envelope's ``node``: the host facts the command read, the node's level-1 health."""
+    return document_envelope(result)["node"]
 
 
 def expect(verdict, problem=None, fix=None, ready_envs=None) -> dict:
@@ -191,6 +205,79 @@ def test_provision_is_ready_only_when_every_requested_env_is():
         "not-ready", "env tf: created: created; validation failed: smoke: crashed", "envcheck validate tf", [])
 
 
+# -- the node: what the fleet needs, in the envelope ---------------------------------------------
+
+NVML_DOWN = Finding("nvml-driver-not-loaded", "nvml", "not-ready", None, "NVML: driver not loaded",
+                    "the NVIDIA kernel module is not loaded", "load the driver")
+ECC = Finding("ecc-uncorrected-volatile", "ecc", "not-ready", 0, "2 uncorrected ECC errors",
+              "uncorrectable errors", "drain the node")
+
+
+def level1(*gpu_findings: list, host: HostState = A100, node_findings: tuple = ()) -> HealthReport:
+    """A level-1 report of ``host``'s GPUs, each with its findings."""
+    gpus = [GpuVerdict(i, "NVIDIA A100-SXM4-80GB", f"GPU-a{i}", None, True,
+                       "not-ready" if found else "ready", list(found), {}, {})
+            for i, found in enumerate(gpu_findings)]
+    return HealthReport(host, gpus=gpus, node=list(node_findings))
+
+
+def with_section(rep: Report, found: HealthReport) -> Report:
+    rep.health = section(found, [g.index for g in found.gpus], 2)
+    return rep
+
+
+def test_each_result_says_the_host_it_read_and_the_nodes_health_in_its_envelope():
+    facts = {k: v for k, v in A100.to_json().items() if k != ENVELOPE_KEY}
+    assert node_of(A100) == {"host": facts, "health": None}  # `gpu`: no health read
+    sick = level1([ECC], [])
+    drain = [{"gpu": 0, "uuid": "GPU-a0", "finding": "ecc-uncorrected-volatile"}]
+    assert node_of(sick) == {"host": facts, "health": {"verdict": "not-ready", "drain": drain}}
+    run = ValidationRun([with_section(report("ok", PASSED), level1([], [])),
+                         with_section(report("tf", PASSED), sick)])
+    assert node_of(run) == {"host": facts, "health": {"verdict": "not-ready", "drain": drain}}
+    assert node_of(ValidationRun([report("ok", PASSED)])) == {"host": facts, "health": None}
+    assert node_of(diagnosis(with_section(report("tf", PASSED), sick), [])) == node_of(run)
+    assert node_of(diagnosis(None, ["create one"])) == {"host": facts, "health": None}
+    stored = with_section(report("tf", PASSED), level1([], [])).to_json()
+    cached = judge("tf", stored, True, False, 0)
+    assert node_of(cached) == {"host": facts, "health": {"verdict": "ready", "drain": []}}
+    now = with_health(judge("tf", stored, True, True, 0), sick, True)  # read now: it decides
+    assert node_of(now)["health"] == {"verdict": "not-ready", "drain": drain}
+    made = ProvisionResult([Provisioned("tf", "tf", "created", "made", "ready")], health=stored["health"])
+    assert node_of(made) == {"host": None, "health": {"verdict": "ready", "drain": []}}
+    gone = GateResult("tf", False, False, "gone", None, None, 0)
+    for silent in (Selection([Ranked("tf", "gpu", "GPU build")]), gone):
+        assert node_of(silent) == {"host": None, "health": None}
+
+
+def test_a_node_without_gpus_is_no_gpu_not_not_ready():
+    """`gpu --level 1` where NVML lists no GPU (no driver, none there): the node's health is
+    no-gpu, whatever the report's own verdict (NVML itself is a not-ready finding)."""
+    down = level1(host=NO_LIBRARY, node_findings=(NVML_DOWN,))
+    assert down.verdict == "not-ready" and envelope_of(down)["verdict"] == "not-ready"
+    assert node_of(down)["health"] == {"verdict": "no-gpu", "drain": []}
+    got = read("gpu", answered(down))
+    assert (got.verdict, got.health, got.drain) == ("not-ready", "no-gpu", [])
+    assert fleet_of("gpu", [got]).summary()["health"]["no_gpu"] == 1
+
+
+def test_the_fleet_reads_host_and_health_from_the_envelope_alone():
+    """What the document's other fields say is not read: only the envelope's node."""
+    sick = ValidationRun([with_section(report("tf", PASSED), level1([ECC], []))])
+    document = sick.to_json()
+    assert document["reports"][0]["health"]["host_verdict"] == "not-ready"
+    document[ENVELOPE_KEY]["node"] = {"host": None, "health": None}
+    got = read("validate", answered(document=document, code=0))
+    assert (got.health, got.drain) == ("unknown", []) and host_of(document) is None
+    document[ENVELOPE_KEY]["node"] = {"host": NO_LIBRARY.facts(), "health": {"verdict": "degraded", "drain": []}}
+    got = read("validate", answered(document=document, code=0))
+    assert got.health == "degraded" and host_of(document) == NO_LIBRARY.facts()
+    for odd in ("ready", {"health": {"verdict": "splendid"}}, {"host": {"schema": "other/1"}}):
+        document[ENVELOPE_KEY]["node"] = odd
+        assert read("validate", answered(document=document, code=0)).health == "unknown"
+        assert host_of(document) is None
+
+
 # -- the gate's two paths give one document ----------------------------------------------------
 
 PRESET = """title = "tf"
@@ -218,7 +305,11 @@ def test_the_stored_pass_answer_prints_clicks_document_envelope_included(cli, ho
     for doc in documents:
         doc.pop("age_s")  # seconds since the validation: later for the second call
     assert documents[0] == documents[1]
-    assert documents[0][ENVELOPE_KEY] == expect("ready", ready_envs=["tf"])
+    answer = dict(documents[0][ENVELOPE_KEY])
+    place = answer.pop("node")
+    assert answer == expect("ready", ready_envs=["tf"])
+    assert place["host"]["driver_version"] == "550.54.15" and ENVELOPE_KEY not in place["host"]
+    assert place["health"] == {"verdict": "ready", "drain": []}
 
 
 def imported(importtime_stderr: str) -> set[str]:

@@ -16,7 +16,7 @@ from envcheck.child_env import child_environ
 from envcheck.paths import Home
 from envcheck.envs.presets import resolve_preset
 from envcheck.frameworks import build_for_requirements, build_from_packages, framework_build
-from envcheck.frameworks.base import Framework, SPLIT, folder_facts, no_build
+from envcheck.frameworks.base import Framework, SPLIT, folder_facts
 from envcheck.host.compat import HostProfile, judge
 
 JAX = frameworks.get("jax")
@@ -50,13 +50,18 @@ def test_releases_are_the_exact_versions_newest_first():
     assert releases == sorted(releases, key=Version, reverse=True)
 
 
+def no_facts(dist, version, shown, local, packages):
+    """The build reader of a framework without build facts."""
+    return None
+
+
 def test_a_framework_reads_its_release_table_from_its_own_facts_file(tmp_path: Path):
     """The mechanism: a folder's facts.json, not compat.json, for a framework that says so."""
     (tmp_path / "facts.json").write_text(json.dumps({"releases": {"1.2": {}, "1.10": {}}}))
-    made = Framework("made-up", "Made up", ("made-up",), None, no_build, "none", SPLIT, 9,
+    made = Framework("made-up", "Made up", ("made-up",), None, no_facts, "none", SPLIT, 9,
                      facts_file=folder_facts(str(tmp_path / "__init__.py")))
     assert made.releases() == ["1.10", "1.2"]
-    assert Framework("bare", "Bare", ("bare",), None, no_build, "none", SPLIT, 9).releases() == []
+    assert Framework("bare", "Bare", ("bare",), None, no_facts, "none", SPLIT, 9).releases() == []
     assert frameworks.get("torch").facts()["releases"]  # compat.json's tables still answer
 
 
@@ -172,11 +177,11 @@ def test_the_presets_parse_and_agree_with_the_facts(home: Path):
 def test_run_turns_preallocation_off_unless_the_user_set_it(tmp_path: Path):
     assert dict(JAX.run_environ(None)) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     assert dict(JAX.run_environ(Version("0.10.2"))) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    ran = child_environ(None, framework="jax==0.10.2", base={"PATH": "/usr/bin"})
+    ran = child_environ(None, framework=JAX.run_environ(Version("0.10.2")), base={"PATH": "/usr/bin"})
     assert ran["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in ran
-    mine = child_environ(None, framework="jax", base={"PATH": "/usr/bin",
-                                                      "XLA_PYTHON_CLIENT_PREALLOCATE": "true"})
+    mine = child_environ(None, framework=JAX.run_environ(None), base={"PATH": "/usr/bin",
+                                                                      "XLA_PYTHON_CLIENT_PREALLOCATE": "true"})
     assert mine["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
 
 

@@ -1,7 +1,8 @@
-"""A real jax-cpu env, end to end: created from its preset (jax + jaxlib from the configured
+"""A real jax-cpu env, end to end: provisioned from its preset (jax + jaxlib from the configured
 package index, no Keras, no CUDA plugin), validated with the pure-JAX jitted fit on one and on
 two host devices (XLA_FLAGS splits the CPU) with the data-parallel check over both, then
-selected and gated by --framework jax, and run with JAX's memory variable.
+selected, gated, provisioned and diagnosed (`doctor`, its HTML page) by --framework jax, run
+with JAX's memory variable, and started as a Jupyter kernel that imports jax.
 
 Then the same real jax seen through a hook (an env whose ``.pth`` files add the real env's
 site-packages and wrap ``jax`` as it is imported), so each check of the backend is shown to
@@ -19,6 +20,7 @@ import pytest
 from conftest import clean_env
 from envcheck.envs.metadata import site_packages
 from envcheck.validation.smoke import RUNNER
+from test_kernel import run_in_kernel
 from test_smoke import make_env, wrap_on_import
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -65,31 +67,33 @@ if FAULT:
 '''
 TWO_CPUS = {"backend": "jax", "devices": ["cpu:0", "cpu:1"], "logical_cpus": 2,
             "multi_replica": True}
+ENV = "jax-cpu"  # provision names an env after its preset
 
 
 @pytest.fixture(scope="module")
 def jax_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An env home with env jx made from the jax-cpu preset, as a user makes it."""
+    """An env home with env jax-cpu, made by `envcheck provision --preset jax-cpu` as an
+    installer hook makes it (its quick checks run, the fit left to the tests)."""
     home = tmp_path_factory.mktemp("jax-home")
-    proc = subprocess.run([sys.executable, "-m", "envcheck", "env", "create", "jx", "--preset",
-                           "jax-cpu"], capture_output=True, text=True, timeout=900,
-                          env=clean_env(ENVCHECK_HOME=str(home)))
+    proc = envcheck(home, "provision", "--preset", "jax-cpu", "--no-smoke", "--json", timeout=900)
     assert proc.returncode == 0, proc.stderr
+    made = json.loads(proc.stdout)
+    assert [(e["name"], e["action"], e["verdict"]) for e in made["envs"]] == [(ENV, "created", "ready")]
     return home
 
 
-def envcheck(home: Path, *args: str) -> subprocess.CompletedProcess:
+def envcheck(home: Path, *args: str, timeout: float = 600, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True,
-                          text=True, timeout=600, env=clean_env(ENVCHECK_HOME=str(home)))
+                          text=True, timeout=timeout, env=clean_env(ENVCHECK_HOME=str(home), **extra))
 
 
 def test_a_real_jax_cpu_env_trains_on_two_host_devices_and_is_selected(jax_home: Path):
-    shown = envcheck(jax_home, "env", "show", "jx", "--json")
+    shown = envcheck(jax_home, "env", "show", ENV, "--json")
     packages = json.loads(shown.stdout)["env"]["packages"]
     assert packages["jax"].startswith("0.10.") and packages["jaxlib"] == packages["jax"]
     assert "keras" not in packages and "jax-cuda12-plugin" not in packages  # a pure-JAX fit
 
-    r = envcheck(jax_home, "validate", "jx", "--devices", "cpu:0,cpu:1", "--json")
+    r = envcheck(jax_home, "validate", ENV, "--devices", "cpu:0,cpu:1", "--json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)["reports"][0]
     assert report["verdict"] == "ready", report["checks"]
@@ -107,16 +111,16 @@ def test_a_real_jax_cpu_env_trains_on_two_host_devices_and_is_selected(jax_home:
 
     chosen = envcheck(jax_home, "select", "--framework", "jax", "--json")
     assert chosen.returncode == 0, chosen.stderr
-    assert json.loads(chosen.stdout)["selected"] == "jx"
+    assert json.loads(chosen.stdout)["selected"] == ENV
     assert json.loads(chosen.stdout)["ranking"][0]["framework"] == "jax"
     gate = envcheck(jax_home, "check", "--framework", "jax", "--json")
     assert gate.returncode == 0, gate.stderr
     answer = json.loads(gate.stdout)
-    assert (answer["env"], answer["ready"], answer["cached"]) == ("jx", True, True)
+    assert (answer["env"], answer["ready"], answer["cached"]) == (ENV, True, True)
     other = envcheck(jax_home, "check", "--framework", "torch", "--json")
     assert other.returncode == 1 and "no env has torch" in other.stderr  # the filter is real
 
-    ran = envcheck(jax_home, "run", "--env", "jx", "--", "python", "-c",
+    ran = envcheck(jax_home, "run", "--env", ENV, "--", "python", "-c",
                    "import os, jax; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'], "
                    "jax.devices()[0].platform)")
     assert ran.returncode == 0, ran.stderr
@@ -126,7 +130,7 @@ def test_a_real_jax_cpu_env_trains_on_two_host_devices_and_is_selected(jax_home:
 def test_level_3_measures_copy_matmul_and_all_reduce_on_cpu_devices_with_no_expectation(jax_home: Path):
     """Issue 20: level 3 runs for real on CPU devices; the figures are measured and shown, judged
     n/a (a CPU has no expectation), never a pass, and leave the verdict alone."""
-    r = envcheck(jax_home, "validate", "jx", "--devices", "cpu:0,cpu:1", "--level", "3", "--json")
+    r = envcheck(jax_home, "validate", ENV, "--devices", "cpu:0,cpu:1", "--level", "3", "--json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)["reports"][0]
     assert report["level"] == 3 and report["verdict"] == "ready", report["checks"]
@@ -140,7 +144,7 @@ def test_level_3_measures_copy_matmul_and_all_reduce_on_cpu_devices_with_no_expe
     checks = {c["id"]: c for c in report["checks"]}
     assert checks["figure-matmul"]["status"] == "skip" and "TFLOPS" in checks["figure-matmul"]["summary"]
     assert checks["figure-memory"]["status"] == "skip"  # a CPU has no memory of its own to fill
-    text = envcheck(jax_home, "validate", "jx", "--devices", "cpu:0", "--level", "3")
+    text = envcheck(jax_home, "validate", ENV, "--devices", "cpu:0", "--level", "3")
     assert text.returncode == 0 and "GB/s" in text.stdout and "TFLOPS" in text.stdout, text.stdout
 
 
@@ -148,12 +152,12 @@ def test_level_3_measures_copy_matmul_and_all_reduce_on_cpu_devices_with_no_expe
 
 @pytest.fixture(scope="module")
 def faulty_python(jax_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An env that sees jx's real jax through FAULT_HOOK."""
-    real_site = site_packages(jax_home / "envs" / "jx")[0]
+    """An env that sees jax-cpu's real jax through FAULT_HOOK."""
+    real_site = site_packages(jax_home / "envs" / ENV)[0]
     return make_env(tmp_path_factory.mktemp("faulty-jax") / "env",
                     {"real_jax.pth": f"import site; site.addsitedir({str(real_site)!r})\n",
                      "fault_hook.py": FAULT_HOOK, "fault_hook.pth": "import fault_hook\n"},
-                    python=str(jax_home / "envs" / "jx" / "bin" / "python"))
+                    python=str(jax_home / "envs" / ENV / "bin" / "python"))
 
 
 def run_runner(python: Path, fault: str) -> tuple[int, dict]:
@@ -195,3 +199,51 @@ def test_replicas_whose_weights_differ_fail(faulty_python: Path):
     multi = doc["multi_replica"]
     assert multi["status"] == "fail"
     assert "replicas disagree on weights b1, b2, w1, w2" in multi["detail"]
+
+
+# --- the commands by --framework jax, the HTML page, a Jupyter kernel ----------------------
+
+def test_provision_and_doctor_by_framework_and_the_html_report(jax_home: Path, tmp_path: Path):
+    """`provision --auto --framework jax` asks for JAX's presets only (no GPU here: jax-cuda12 is
+    skipped, the env made is kept); `doctor --framework jax` chooses the JAX env, fits it, and
+    writes the page `report` shows, with its device rows and build."""
+    auto = envcheck(jax_home, "provision", "--auto", "--framework", "jax", "--no-smoke", "--json",
+                    CUDA_VISIBLE_DEVICES="")
+    assert auto.returncode == 0, auto.stderr
+    actions = {e["name"]: e["action"] for e in json.loads(auto.stdout)["envs"]}
+    assert actions == {ENV: "unchanged", "jax-cuda12": "skipped"}
+
+    page = tmp_path / "doctor.html"
+    doctor = envcheck(jax_home, "doctor", "--framework", "jax", "--json", "--html", str(page))
+    assert doctor.returncode == 0, doctor.stderr
+    diagnosis = json.loads(doctor.stdout)
+    assert diagnosis["selection"]["selected"] == ENV and diagnosis["envelope"]["ready_envs"] == [ENV]
+    report = diagnosis["report"]
+    assert report["verdict"] == "ready" and report["build"]["framework"] == "jax", report["checks"]
+    assert report["devices"][0]["device"] == "cpu:0" and report["devices"][0]["status"] == "pass"
+
+    html = page.read_text()
+    assert f'data-env="{ENV}"' in html and 'data-device="cpu:0"' in html
+    assert f"jax {report['build']['version']}" in html  # the build line, as the backend reports it
+    data = json.loads(html.split('id="envcheck-data">', 1)[1].split("</script>", 1)[0])
+    (shown,) = [e for e in data["envs"] if e["name"] == ENV]
+    assert shown["report"]["devices"][0]["ms_per_step"] == report["devices"][0]["ms_per_step"]
+
+
+KERNEL_CODE = ("import json, os, sys, jax, jax.numpy as jnp; print(json.dumps({'prefix': sys.prefix, "
+               "'preallocate': os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'), "
+               "'platform': jax.devices()[0].platform, 'total': float(jnp.arange(4.0).sum())}))")
+
+
+def test_a_jupyter_kernel_of_the_jax_env_runs_jax_with_what_run_sets(jax_home: Path, tmp_path: Path):
+    """Last in the module: installing the kernel adds ipykernel to the env."""
+    root = tmp_path / "jupyter"
+    jupyter = {"JUPYTER_DATA_DIR": str(root / "data"), "JUPYTER_CONFIG_DIR": str(root / "config"),
+               "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTER_PATH": "", "IPYTHONDIR": str(root / "ipython")}
+    installed = envcheck(jax_home, "kernel", "install", ENV, "--json", **jupyter)
+    assert installed.returncode == 0, installed.stderr
+    kernel = json.loads(installed.stdout)["kernel"]
+    assert (kernel["name"], kernel["status"]) == (f"envcheck-{ENV}", "ok")
+    seen, _ = run_in_kernel(jupyter, kernel["name"], KERNEL_CODE)
+    assert Path(seen["prefix"]) == jax_home / "envs" / ENV
+    assert (seen["preallocate"], seen["platform"], seen["total"]) == ("false", "cpu", 6.0)

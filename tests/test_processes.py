@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from conftest import ROOT, clean_env
-from envcheck import processes
+from envcheck import frameworks, processes
 from envcheck.envs.pythons import interpreter_problem, probe_version
 from wheelhouse import build_wheel, offline
 
@@ -126,7 +127,8 @@ def test_child_environ_adds_what_each_purpose_needs_and_the_caller_keeps_its_own
     base = {"PATH": "/usr/bin", "PYTHONPATH": "/elsewhere", "CUDA_DEVICE_ORDER": "FASTEST_FIRST",
             "TF_FORCE_GPU_ALLOW_GROWTH": "false", "LD_LIBRARY_PATH": "/opt/lib"}
 
-    run = processes.child_environ(env_dir, gpus=[0, 2], framework="tensorflow==2.11.1", base=base,
+    tensorflow = frameworks.get("tensorflow").run_environ(Version("2.11.1"))
+    run = processes.child_environ(env_dir, gpus=[0, 2], framework=tensorflow, base=base,
                                   extra={"ENVCHECK_GLOBAL_BATCH": "8"})
     assert run["PATH"] == f"{env_dir / 'bin'}{os.pathsep}/usr/bin" and run["VIRTUAL_ENV"] == str(env_dir)
     assert run["LD_LIBRARY_PATH"] == f"{library}{os.pathsep}/opt/lib" and "PYTHONPATH" not in run
@@ -135,14 +137,14 @@ def test_child_environ_adds_what_each_purpose_needs_and_the_caller_keeps_its_own
     assert run["ENVCHECK_GLOBAL_BATCH"] == "8"
     assert "CUDA_VISIBLE_DEVICES" not in processes.child_environ(env_dir, base={})
 
-    kernel = processes.child_environ(env_dir, framework="tensorflow", purpose="kernel")
+    kernel = processes.child_environ(env_dir, framework=tensorflow, purpose="kernel")
     assert kernel == {"PATH": f"{env_dir / 'bin'}{os.pathsep}${{PATH}}", "VIRTUAL_ENV": str(env_dir),
                       "LD_LIBRARY_PATH": f"{library}{os.pathsep}${{LD_LIBRARY_PATH}}",
                       **{n: "" for n in processes.STRIPPED if n.startswith("PYTHON")},
                       "CUDA_DEVICE_ORDER": processes.PCI_ORDER, "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
     smoke = processes.child_environ(processes.venv_of(env_dir / "bin" / "python"), purpose="smoke",
-                                    base=base, extra={"KERAS_HOME": "/k"})
+                                    framework=frameworks.smoke_environ(), base=base, extra={"KERAS_HOME": "/k"})
     assert smoke["VIRTUAL_ENV"] == str(env_dir) and smoke["KERAS_HOME"] == "/k"
     assert (smoke["CUDA_DEVICE_ORDER"], smoke["PYTHONNOUSERSITE"], smoke["TF_CPP_MIN_LOG_LEVEL"]) == (
         processes.PCI_ORDER, "1", "2")
@@ -155,6 +157,8 @@ def test_child_environ_adds_what_each_purpose_needs_and_the_caller_keeps_its_own
     assert fleet == processes.clean_environ({"SECRET": "s"}, base=base)
     with pytest.raises(ValueError):
         processes.child_environ(None, purpose="fleet", gpus=[0])
+    with pytest.raises(ValueError):
+        processes.child_environ(None, purpose="probe", framework=tensorflow)
     with pytest.raises(ValueError):
         processes.child_environ(None, purpose="nonsense")
 

@@ -169,6 +169,21 @@ def test_the_html_file_is_replaced_whole(reports, tmp_path):
     assert with_json.json()["schema"] == "envcheck.reports/1"
 
 
+def test_format_html_prints_the_page_the_html_option_writes(reports, tmp_path):
+    """`--format html`: the page on stdout, the exit code the same; with `--html FILE` too, the
+    file holds the same page (but for when it was made)."""
+    _, env = reports
+    page = tmp_path / "report.html"
+    printed = run(env, "report", "--all", "--format", "html", "--html", str(page))
+    assert printed.code == 1 and printed.out.startswith("<!DOCTYPE html>") and f"wrote {page}" in printed.err
+    same = [line for line in printed.out.splitlines() if "generated" not in line]
+    assert same == [line for line in page.read_text().splitlines() if "generated" not in line]
+    alone = run(env, "report", "--all", "--format", "html")
+    assert alone.code == 1 and alone.out.startswith("<!DOCTYPE html>") and alone.err == ""
+    both = run(env, "report", "--all", "--format", "html", "--json")
+    assert both.code == 2 and "two forms of one report" in both.err and both.out == ""
+
+
 # -- the page in a browser --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -286,5 +301,17 @@ def test_doctor_writes_the_page_with_its_next_steps(reports, browser, tmp_path):
     page, outside = open_page(browser, path)
     steps = page.eval_on_selector_all("section#next-steps li", "lis => lis.map(li => li.textContent)")
     assert steps and all(step in r.out for step in steps)
+    assert page.eval_on_selector_all("section.env", "s => s.map(e => e.dataset.env)") == ENVS
+    assert outside == []
+    # --format html: that page on stdout, with doctor's exit code and next steps (the first run
+    # stored a failure for tfgpu, so from here on doctor chooses another env: the same each time)
+    printed = run(env, "doctor", "--no-smoke", "--format", "html")
+    answer = run(env, "doctor", "--no-smoke", "--json")
+    assert printed.code == answer.code and printed.out.startswith("<!DOCTYPE html>"), printed.err
+    stdout_page = tmp_path / "stdout.html"
+    stdout_page.write_text(printed.out)
+    page, outside = open_page(browser, stdout_page)
+    shown = page.eval_on_selector_all("section#next-steps li", "lis => lis.map(li => li.textContent)")
+    assert shown == answer.json()["next_steps"]
     assert page.eval_on_selector_all("section.env", "s => s.map(e => e.dataset.env)") == ENVS
     assert outside == []

@@ -206,3 +206,15 @@ def test_an_out_of_date_validation_counts_for_nothing(fresh_envs, fake_nvml):
     rows = {x["name"]: x for x in r.json()["ranking"]}
     assert rows["tfgpu"]["why_cpu"] is None and "last validation failed" not in rows["tfgpu"]["reason"]
     assert rows["tfgpu"]["validated"] is None and rows["tfcpu"]["validated"] is None
+
+
+def test_a_framework_is_named_by_its_other_names_too():
+    """`--framework` (select, check, doctor, provision) takes a framework's aliases, as the
+    registry declares them, and answers with its name."""
+    from envcheck.cli.options import framework_name
+    from envcheck.errors import UsageError
+
+    names = [framework_name(n) for n in ("pytorch", " TF ", "torch", "jax")]
+    assert names == ["torch", "tensorflow", "torch", "jax"]
+    with pytest.raises(UsageError, match="unknown framework 'pyt'"):
+        framework_name("pyt")

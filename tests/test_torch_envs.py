@@ -727,3 +727,22 @@ def test_check_and_doctor_choose_among_the_frameworks_envs(fake_nvml, home, whee
         bad = fake_nvml.cli(env, *args)
         assert bad.code == 2, (args, bad.err)
         assert "unknown framework 'nope'" in bad.err and "tensorflow, torch, jax" in bad.err
+
+
+@pytest.mark.parametrize(("version", "platform", "expected"), [
+    ("2.4.0+cu118", "linux", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+    ("2.2.0", "linux", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+    ("2.1.2", "linux", {}),  # before expandable segments
+    (None, "linux", {}),  # the installed release not known: nothing release-bound
+    ("2.4.0", "win32", {}),  # not implemented there
+])
+def test_run_gives_torch_expandable_segments_where_its_release_and_platform_have_them(
+        monkeypatch, version, platform, expected):
+    from packaging.version import Version
+
+    from envcheck import frameworks
+
+    monkeypatch.setattr(sys, "platform", platform)
+    torch = frameworks.get("torch")
+    assert torch.run_environ(Version(version) if version else None) == expected
+    assert {v.name for v in torch.run_variables} == {"PYTORCH_CUDA_ALLOC_CONF"}  # declared, whatever the release

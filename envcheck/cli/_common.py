@@ -62,7 +62,8 @@ def declare(*options):
 
 
 FORM_HELP = {"json": "a versioned JSON document",
-             "markdown": "one Markdown report to paste into a bug thread: versions, GPU health, envs"}
+             "markdown": "one Markdown report to paste into a bug thread: versions, GPU health, envs",
+             "html": "one self-contained HTML page on stdout (--html FILE writes it to a file)"}
 
 
 def output_forms(*forms: str):

@@ -18,6 +18,10 @@ from __future__ import annotations
 import json
 import os
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
+if TYPE_CHECKING:
+    from ..host.level1 import HealthReport
+
 REPORT_SCHEMA = "envcheck.report/1"  # = validation.reports.SCHEMA (a test holds them equal)
 # `check`'s options as cli.options.CHECK declares them (a test holds them equal): flag -> dest
 VALUED = {"--env": "env_name", "--framework": "framework", "--min-gpus": "min_gpus", "--max-age": "max_age",
@@ -133,7 +137,7 @@ def _stored_pass(root: str, given: dict):
     return answer, health
 
 
-def _full(root: str, given: dict, health) -> int | None:
+def _full(root: str, given: dict, health: HealthReport | None) -> int | None:
     """The session's gate (click parses the values when one isn't plain)."""
     from .options import CHECK
 

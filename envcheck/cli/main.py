@@ -82,14 +82,15 @@ class Context:
 
         return progress_view(quiet=self.quiet, as_json=as_json)
 
-    def finish(self, result, as_json: bool = False, form: str = "text") -> None:
-        """Render a use case's result (``--json``: its document, else ``form``) and exit with
-        its code."""
+    def finish(self, result, as_json: bool = False, form: str = "text", shown=None) -> None:
+        """Render a use case's result (``--json``: its document, else ``form``), or ``shown``
+        in its place (a result that is the form of this one: doctor's page is its reports'),
+        and exit with the result's code."""
         from .render import emit
 
-        code = emit(result, "json" if as_json else form)
-        if code:
-            raise click.exceptions.Exit(code)
+        emit(result if shown is None else shown, "json" if as_json else form)
+        if result.exit_code:
+            raise click.exceptions.Exit(result.exit_code)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,7 +1,7 @@
 """The one rendering layer: a use case's result as JSON or as text for people.
 
-``emit(result, form)`` prints the result ("json", "text" or "markdown") and returns its exit
-code. The renderers of each form are listed per result class in ``views/__init__.py``, imported
+``emit(result, form)`` prints the result ("json", "text", "markdown" or "html") and returns its
+exit code. The renderers of each form are listed per result class in ``views/__init__.py``, imported
 only when a form other than JSON is asked for. Click-free: the gate's fast path uses it too.
 Tables align to their widest cell; verdicts are coloured on a terminal unless ``NO_COLOR`` is
 set.
@@ -41,7 +41,7 @@ def render(result: object, form: str):
 
 
 def emit(result: object, form: str = "text") -> int:
-    """Print ``result`` ("json", "text" or "markdown") and return its exit code."""
+    """Print ``result`` ("json", "text", "markdown" or "html") and return its exit code."""
     if form == "json":
         emit_json(result.to_json())
     else:

@@ -30,7 +30,8 @@ def html_file(text: str) -> Path:
 
 
 HTML = Option("--html", "html", "write the reports as one self-contained HTML page to FILE "
-              "(tables, charts and the JSON data; it fetches nothing)", None, html_file, "FILE")
+              "(tables, charts and the JSON data; it fetches nothing), atomically; --format html "
+              "prints it", None, html_file, "FILE")
 
 
 def write(ctx, path: Path, result) -> None:
@@ -54,7 +55,7 @@ def write(ctx, path: Path, result) -> None:
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--all", "all_", is_flag=True, help="every env")
 @declare(HTML)
-@output_forms("text", "json")
+@output_forms("text", "json", "html")
 @pass_ctx
 def report(ctx, names, all_, html, form):
     """The stored validation reports: host, verdicts, checks with fixes, ms/step per device.
@@ -62,7 +63,8 @@ def report(ctx, names, all_, html, form):
     With no NAME, the env `envcheck select` would choose. Nothing is run: each env's last
     `envcheck validate` is shown, marked out of date when its packages, interpreter, driver
     or GPUs changed since. --html FILE writes them as one HTML page (the per-device table of
-    ms/step with the speedup over the CPU, its chart, multi-replica scaling) instead of text.
+    ms/step with the speedup over the CPU, its chart, multi-replica scaling) instead of text;
+    --format html prints that page.
     Exit 1 when an env has no stored report or a not-ready one.
     """
     from ..usecases.report import stored_reports
@@ -70,6 +72,6 @@ def report(ctx, names, all_, html, form):
     result = stored_reports(ctx.session, names, all_envs=all_)
     if html:
         write(ctx, html, result)
-        if form != "json":
+        if form == "text":
             raise click.exceptions.Exit(result.exit_code)
     ctx.finish(result, form=form)

@@ -19,6 +19,10 @@ import sys
 
 from .metadata import site_package_dirs
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the gate's answer imports this
+if TYPE_CHECKING:
+    from ..paths import Home
+
 PTH_NAME = "envcheck-gate.pth"
 PYTHON_FILE = "envcheck-python"  # in the lib folder: the interpreter that runs envcheck (= gate_client's)
 PACKAGE = "envcheck"  # in the lib folder: the copy of the gate client, as the package the env imports
@@ -62,7 +66,7 @@ def repair(home_root: str | os.PathLike) -> None:
         pass
 
 
-def link_env(home, env_dir: str | os.PathLike) -> None:
+def link_env(home: Home, env_dir: str | os.PathLike) -> None:
     """Let the env at ``env_dir`` import envcheck's gate (``home``: a ``paths.Home``)."""
     lib = refresh_lib(home.root)
     for folder in site_package_dirs(env_dir):

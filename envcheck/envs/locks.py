@@ -99,7 +99,7 @@ def check_output_name(path: str) -> None:
     """PEP 751 names a lock ``pylock.toml`` or ``pylock.<name>.toml`` (pip and uv hold to it)."""
     if path != "-" and not NAME_RULE.fullmatch(os.path.basename(path)):
         raise UsageError(f"lock file name {os.path.basename(path)!r} is not pylock.toml or pylock.<name>.toml",
-                         "name it as PEP 751 says, e.g. -o pylock.toml or -o pylock.tf.toml (or -o - for stdout)")
+                         "name it as PEP 751 says, e.g. -o pylock.toml or -o pylock.gpu.toml (or -o - for stdout)")
 
 
 def read_lock(path: str | os.PathLike) -> Lock:

@@ -9,18 +9,11 @@ from __future__ import annotations
 import os
 import re
 
+from ..distributions import canonical_name
+
 # Patterns are compiled on first use (re's cache), not on import: the gate's stored-pass
 # answer imports this module and compiles none of them.
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"  # PEP 508 names: ASCII only
-
-
-def canonical_name(name: str) -> str:
-    """PEP 503 normalised project name (the same as packaging.utils.canonicalize_name): runs
-    of ``-``, ``_`` and ``.`` become one ``-``, lower case."""
-    out = name.replace("_", "-").replace(".", "-").lower()
-    while "--" in out:
-        out = out.replace("--", "-")
-    return out
 
 
 def site_packages(env: str | os.PathLike) -> list:

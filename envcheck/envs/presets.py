@@ -118,12 +118,11 @@ def parse_requirement(text: str) -> Requirement:
 
 def builtin_dir() -> Path:
     """Where the built-in presets are: package data in a wheel, else the repo's presets/."""
-    import envcheck
-
-    packaged = Path(envcheck.__file__).parent / "data" / "presets"
+    package = Path(__file__).parent.parent  # envcheck/
+    packaged = package / "data" / "presets"
     if packaged.is_dir():
         return packaged
-    return Path(envcheck.__file__).resolve().parent.parent / "presets"
+    return package.resolve().parent / "presets"
 
 
 def load_preset_file(path: Path | str, origin: str = "file") -> Preset:

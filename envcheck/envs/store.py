@@ -20,7 +20,7 @@ import shutil
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import manifest as mf
 from ..errors import BusyError, UsageError
@@ -29,6 +29,10 @@ from .metadata import installed_packages, pins
 from .scratch import Scratch, disk_errors, is_stub
 from ..paths import MANIFEST_NAME, Home
 from ..progress import SILENT, Progress
+
+if TYPE_CHECKING:
+    from .indexes import IndexSettings
+    from .presets import Preset
 
 NOT_EXPORTED = {"pip"}  # the installer's own tool, as `pip freeze` leaves it out
 
@@ -172,8 +176,8 @@ class EnvStore:
         os.close(fd)
         return path
 
-    def create(self, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
-               installer: str | None = None, index=None, keep_log: bool = False,
+    def create(self, name: str, preset: Preset, *, python: str | None = None, add: tuple[str, ...] = (),
+               installer: str | None = None, index: IndexSettings | None = None, keep_log: bool = False,
                progress: Progress = SILENT, link: bool = True) -> EnvInfo:
         """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all
         (``transactions.create_env`` says what each option does)."""

@@ -23,12 +23,14 @@ from ..paths import MANIFEST_NAME
 from ..progress import SILENT, Progress
 
 if TYPE_CHECKING:
+    from .indexes import IndexSettings
+    from .presets import Preset
     from .store import EnvStore
 
 
-def create_env(store: EnvStore, name: str, preset, *, python: str | None = None, add: tuple[str, ...] = (),
-               installer: str | None = None, index=None, keep_log: bool = False,
-               progress: Progress = SILENT, link: bool = True) -> EnvInfo:
+def create_env(store: EnvStore, name: str, preset: Preset, *, python: str | None = None,
+               add: tuple[str, ...] = (), installer: str | None = None, index: IndexSettings | None = None,
+               keep_log: bool = False, progress: Progress = SILENT, link: bool = True) -> EnvInfo:
     """Create env NAME from a preset, as a transaction: it ends ``ready`` or not at all.
 
     ``index``: the command line's ``IndexSettings``, laid over the pip configuration.

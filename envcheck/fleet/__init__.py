@@ -4,9 +4,10 @@ Owns: the cluster's address and what answers there, checked before Ray is given 
 (``address``), the cluster as envcheck sees it (``cluster``: connect, the alive nodes, ``--nodes``),
 the task Ray runs on each node (``tasks``: the node's own ``envcheck COMMAND --json`` as a
 subprocess), sending one task per node and collecting the answers within the deadline
-(``dispatch``), reading each node's answer from its document's result envelope (``reading``)
-and its GPUs' level-1 health from the document's ``health`` sections (``health``), and the ``envcheck.fleet/1`` result with its summary (``aggregate``); ``survey`` is the use case
-the CLI calls.
+(``dispatch``), reading each node's answer from its document's result envelope alone
+(``reading``; the node's host facts and level-1 health are the envelope's ``node``:
+``tasks.host_of``, ``health``), and the ``envcheck.fleet/1`` result with its summary
+(``aggregate``); ``survey`` is the use case the CLI calls.
 
 Ray is imported lazily, inside this package only (``cluster.import_ray`` first, which says how
 to install it when it is missing; ``dispatch`` once connected), and nowhere else in envcheck:

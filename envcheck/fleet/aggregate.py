@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from ..results import Result, envelope
 from .cluster import Node
 from .dispatch import Outcome
-from .health import HEALTH_VERDICTS, node_health
+from .health import HEALTH_VERDICTS
 from .reading import OK_VERDICTS, Reading, read
 
 VERDICTS = ("ready", "degraded", "not-ready", "busy", "no-envcheck", "error", "unreachable", "lost")
@@ -47,7 +47,7 @@ class NodeReport:
     ready_envs: list[str] | None = None
     seconds: float | None = None
     report: dict[str, Any] | None = None
-    health: str = "unknown"  # the node's level-1 verdict, from its document (fleet.health)
+    health: str = "unknown"  # the node's level-1 verdict, from its envelope (fleet.health)
     drain: list[dict[str, Any]] = field(default_factory=list)  # its GPUs to drain
 
     @property
@@ -75,7 +75,6 @@ def node_report(command: str, outcome: Outcome) -> NodeReport:
                           ready_envs=None if command == "gpu" else [])
     reading: Reading = read(command, answer)
     host = answer.get("host") or {}
-    health, drain = node_health(answer.get("document"))
     return NodeReport(
         outcome.node, reading.verdict, reading.problem, reading.fix,
         exit_code=answer.get("exit_code"), envcheck=answer.get("envcheck"),
@@ -83,7 +82,7 @@ def node_report(command: str, outcome: Outcome) -> NodeReport:
         driver_version=host.get("driver_version"),
         gpu_models=sorted({g.get("name") for g in host.get("gpus") or [] if g.get("name")}),
         ready_envs=reading.ready_envs, seconds=outcome.seconds, report=answer.get("document"),
-        health=health, drain=drain)
+        health=reading.health, drain=reading.drain)
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""Reading a node's answer: its verdict, why it is not ready and the first fix, and the envs
-ready there.
+"""Reading a node's answer: its verdict, why it is not ready and the first fix, the envs
+ready there, and its level-1 health.
 
 One reader for every command: each command's document carries its answer in one shape, the
-result envelope (``results.ENVELOPE_KEY``: verdict, problem, fix, ready envs; see
+result envelope (``results.ENVELOPE_KEY``: verdict, problem, fix, ready envs, and the node:
+its host facts, read by ``tasks.host_of`` on the node, and its health, ``health``; see
 ``envcheck.results``), and that is all the fleet reads of it. A document without one comes
 from an envcheck older than the envelope: ``error``, saying so, with the fix (upgrade envcheck
 on that node). A command that fails before it has a document (no env to validate, say) prints
@@ -14,10 +15,11 @@ is its document's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import ENVELOPE_KEY, OK_VERDICTS, VERDICTS
+from .health import node_health
 
 __all__ = ["OK_VERDICTS", "Reading", "read", "split_error"]
 
@@ -31,6 +33,8 @@ class Reading:
     problem: str | None = None
     fix: str | None = None
     ready_envs: list[str] | None = None  # None: the command doesn't speak of envs (gpu)
+    health: str = "unknown"  # the node's level-1 verdict (``health.HEALTH_VERDICTS``)
+    drain: list[dict[str, Any]] = field(default_factory=list)  # its GPUs to drain
 
 
 def read(command: str, answer: dict[str, Any]) -> Reading:
@@ -55,8 +59,10 @@ def read(command: str, answer: dict[str, Any]) -> Reading:
                                 f"(\"{ENVELOPE_KEY}\"): an envcheck older than this one",
                        UPGRADE_FIX.format(python=python))
     envs = found.get("ready_envs")
+    health, drain = node_health(found)
     return Reading(found["verdict"], _text(found.get("problem")), _text(found.get("fix")),
-                   [e for e in envs if isinstance(e, str)] if isinstance(envs, list) else None)
+                   [e for e in envs if isinstance(e, str)] if isinstance(envs, list) else None,
+                   health, drain)
 
 
 def split_error(line: str | None) -> tuple[str | None, str | None]:

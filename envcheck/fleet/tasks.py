@@ -2,8 +2,9 @@
 
 Ray ships this module's functions by value (``dispatch`` registers it with cloudpickle), so
 a node whose Python lacks envcheck still runs the task, and says so. At module level it
-imports only the standard library; on the node it imports ``envcheck.processes`` alone, never
-a framework. On the node it
+imports only the standard library and two names of ``envcheck.results`` (strings, shipped by
+value with the functions); on the node it imports ``envcheck.processes`` alone, never a
+framework. On the node it
 
 1. finds the node's envcheck: the ``envcheck`` on the node's PATH (what a shell there runs),
    else ``python -m envcheck`` of the Python Ray runs there. Either way the child starts
@@ -19,9 +20,9 @@ a framework. On the node it
    from. The working folder is ``/``, so nothing in the Ray worker's folder shadows the
    node's envcheck. When ``--version`` says that Python can't import envcheck, that is the
    node's answer (the command, which could not import it either, is not read);
-3. when the command's document carries no host facts (``provision``, or no env to report
-   on), also ``envcheck gpu --json``, so the fleet's driver versions and GPU models are
-   measured on every node that answered.
+3. when the command's result envelope carries no host facts (its ``node.host``: none for
+   ``provision``, or with no env to report on), also ``envcheck gpu --json``, so the fleet's
+   driver versions and GPU models are measured on every node that answered.
 
 ``node_task`` yields ``STARTED`` first (the driver learns the task got its resources, so a
 validation still waiting for GPUs past its bound is `busy`), then the answer, a plain dict.
@@ -37,10 +38,11 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from ..results import ENVELOPE_KEY, HOST_SCHEMA  # plain strings: shipped with the functions
+
 STARTED = "started"
 VERSION_TIMEOUT = 30.0
 HOST_TIMEOUT = 60.0
-HOST_SCHEMA = "envcheck.host/1"
 
 
 def node_task(command: str, args: list[str], environment: dict[str, str], timeout: float,
@@ -188,15 +190,9 @@ def _document(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def host_of(document: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The ``envcheck.host/1`` facts a command's document carries, if any: its own (gpu), its
-    host (doctor), its first report's (validate) or its stored report's (check)."""
-    if not isinstance(document, dict):
-        return None
-    candidates = [document, document.get("host")]
-    candidates += [r.get("host") for r in document.get("reports") or [] if isinstance(r, dict)][:1]
-    report = document.get("report")
-    candidates.append(report.get("host") if isinstance(report, dict) else None)
-    for found in candidates:
-        if isinstance(found, dict) and found.get("schema") == HOST_SCHEMA:
-            return found
-    return None
+    """The ``envcheck.host/1`` facts a command's answer carries, if any: its result envelope's
+    ``node.host`` (``envcheck.results.node``), whatever the command."""
+    found = document.get(ENVELOPE_KEY) if isinstance(document, dict) else None
+    place = found.get("node") if isinstance(found, dict) else None
+    host = place.get("host") if isinstance(place, dict) else None
+    return host if isinstance(host, dict) and host.get("schema") == HOST_SCHEMA else None

@@ -8,10 +8,11 @@ installed metadata and its compat table, its smoke backend, multi-device strateg
 rule, the variables ``run`` and the smoke set, and the presets to suggest. Adding a framework
 is one new folder here plus its presets.
 
-May import: ``envcheck.errors``, ``envcheck.data``, ``envcheck.envs.metadata`` (names only:
-``canonical_name``), ``packaging``. Must not know the store, the host or the CLI. Envs never
-import this package: the manifest's ``frameworks`` field is ``detect`` handed to the store by
-the use cases, so imports between the two go one way, from here to ``envs``.
+May import: ``envcheck.errors``, ``envcheck.data``, ``envcheck.distributions`` (names as
+PEP 503 compares them), ``packaging``. Must not know the store, the host or the CLI. Neither
+this package nor ``envs`` imports the other: the manifest's ``frameworks`` field is ``detect``
+handed to the store by the use cases, and what a framework adds to a child's environment is
+handed to ``child_env`` by its caller (``smoke_environ``, ``Framework.run_environ``).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from packaging.version import Version
 
-from ..envs.metadata import canonical_name
+from ..distributions import canonical_name
 from ..errors import UsageError
 from .base import Build, Framework, GpuBlock, parse_version
 
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Build", "Framework", "GpuBlock", "registry", "get", "names", "of_distribution",
            "detect", "distributions", "framework_build", "build_from_packages",
-           "build_for_requirement", "build_for_requirements", "FOLDER", "smoke_scratch", "examples"]
+           "build_for_requirement", "build_for_requirements", "FOLDER", "smoke_environ", "smoke_scratch",
+           "examples"]
 
 FOLDER = Path(__file__).parent  # the smoke runner finds each <name>/smoke.py here too
 
@@ -50,11 +52,23 @@ def names() -> tuple[str, ...]:
 
 
 def get(name: str) -> Framework:
-    """The framework called ``name``; a UsageError listing the known ones otherwise."""
-    found = registry().get(name)
+    """The framework called ``name`` or one of its ``aliases``; a UsageError listing the known
+    ones otherwise."""
+    found = registry().get(name) or next((f for f in registry().values() if name in f.aliases), None)
     if found is None:
         raise UsageError(f"unknown framework {name!r}", f"use one of: {', '.join(names())}")
     return found
+
+
+def smoke_environ() -> dict[str, str]:
+    """Every framework's smoke variables (``Framework.smoke_environ``), the first framework's
+    value where two set one: the runner's backend may import any of them (a library of one
+    framework in an env of another), and reads their stderr."""
+    variables: dict[str, str] = {}
+    for framework in registry().values():
+        for name, value in framework.smoke_environ.items():
+            variables.setdefault(name, value)
+    return variables
 
 
 def smoke_scratch() -> tuple[str, ...]:

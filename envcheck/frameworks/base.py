@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -148,6 +149,26 @@ PER_DEVICE = PerDeviceBatch()
 
 
 @dataclass(frozen=True)
+class RunVariable:
+    """A variable `run` and a Jupyter kernel of the env get, unless the caller set it.
+    ``since``: the first release that reads it (None: every release; where the installed
+    version is not known, only a variable without ``since`` is set); ``platforms``: the
+    ``sys.platform`` prefixes where it applies (empty: everywhere)."""
+
+    name: str
+    value: str
+    since: str | None = None
+    platforms: tuple[str, ...] = ()
+
+    def applies(self, version: Version | None, platform: str) -> bool:
+        if self.platforms and not platform.startswith(self.platforms):
+            return False
+        if self.since is None:
+            return True
+        return version is not None and minor(version) >= minor(Version(self.since))
+
+
+@dataclass(frozen=True)
 class Framework:
     """Everything envcheck knows about one framework. Nothing outside ``frameworks/`` names a
     framework's distributions: it asks the registry for a Framework and reads these."""
@@ -164,9 +185,9 @@ class Framework:
     # the processes `run` starts, what a multi-device check on CPUs shows).
     batch_rule: SplitBatch
     order: int  # the registry's order: where several frameworks are installed, the lower wins
-    # What `envcheck run` and a Jupyter kernel of the env get (``processes.child_environ``),
-    # given the installed version of the framework's distribution (None: not known).
-    run_environ: Callable[[Version | None], Mapping[str, str]] = lambda version: {}
+    # What `envcheck run` and a Jupyter kernel of the env get (``run_environ``, handed to
+    # ``child_env.child_environ``): every variable the framework may be given, declared.
+    run_variables: tuple[RunVariable, ...] = ()
     # Defaults for the smoke runner, whatever the env's framework (the runner may import this one).
     smoke_environ: Mapping[str, str] = field(default_factory=dict, hash=False)
     # Variables the smoke runner gets pointed at a fresh scratch folder, so the framework
@@ -180,11 +201,16 @@ class Framework:
     # its release table, in place of compat.json's ``table``: a new framework's facts live in
     # its folder, not in envcheck/data.
     facts_file: str | None = None
+    aliases: tuple[str, ...] = ()  # other names it goes by, which ``--framework`` accepts too
 
     @property
     def strategy(self) -> str:
         """The multi-device strategy's name alone ("DistributedDataParallel")."""
         return self.multi_device.split(",")[0]
+
+    def run_environ(self, version: Version | None) -> dict[str, str]:
+        """The run variables for the installed release ``version`` (None: not known) here."""
+        return {v.name: v.value for v in self.run_variables if v.applies(version, sys.platform)}
 
     def facts(self) -> dict[str, Any] | None:
         """Its build table (``releases`` and what its ``read_build`` reads): its own
@@ -211,8 +237,3 @@ def _json_file(path: str) -> dict[str, Any]:
     """A facts file, parsed once per process."""
     return json.loads(Path(path).read_text("utf-8"))
 
-
-def no_build(dist: str, version: Version, shown: str, local: str | None,
-             packages: Mapping[str, str]) -> Build | None:
-    """For a framework without build tables."""
-    return None

@@ -6,6 +6,7 @@ an action) and compat verdicts (``compat``: pure functions of the published tabl
 and a host profile, live or what-if). Reads, never writes: NVML, and for level 1 the NVIDIA
 device nodes and the kernel log.
 
-May import: ``envcheck.errors``, ``results``, ``data``, ``frameworks``, ``pynvml`` (inside
-``probe()`` only). Never ``envs``, ``validation``, ``usecases`` or ``cli``.
+May import: ``envcheck.errors``, ``results``, ``data``, ``child_env`` (the GPU order envcheck
+sets), ``frameworks``, ``pynvml`` (inside ``probe()`` only). Never ``envs``, ``validation``,
+``usecases`` or ``cli``.
 """

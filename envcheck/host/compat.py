@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -25,6 +25,9 @@ from ..data import compat_facts as facts
 from ..errors import UsageError
 from ..frameworks import Build
 from ..frameworks.base import VERSION_EXAMPLES, major_minor as _mm, minor as _minor, parse_version
+
+if TYPE_CHECKING:
+    from .probe import HostState
 
 OPERATING_SYSTEMS = ("linux", "windows")
 VERDICTS = ("ok", "warn", "fail")
@@ -138,7 +141,7 @@ class HostProfile:
     driver_unreadable: str | None = None
 
     @classmethod
-    def from_host(cls, host: Any, python: str | None = None) -> "HostProfile":
+    def from_host(cls, host: HostState, python: str | None = None) -> HostProfile:
         """The profile of a probed host (``envcheck.probe.HostState``): its usable GPUs only."""
         gpus = host.usable_gpus
         driver, unreadable = probed_driver(host.driver_version) if gpus else (None, None)

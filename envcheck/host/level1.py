@@ -13,7 +13,8 @@ no CUDA context). What ``dcgmi diag -r 1`` and the GPU operator's validator look
     ``findings.GPU_CHECKS`` -> "pass" or its worst finding's effect), ``node``
     (findings about the whole node: ``/dev/nvidiactl``, ``/dev/nvidia-uvm``, the kernel log,
     Xids of GPUs NVML no longer lists, NVML itself); ``verdict`` (the worst over the visible
-    GPUs and the node), ``findings`` (all), ``to_json()`` (``envcheck.health/1``),
+    GPUs and the node), ``node_verdict`` (as the fleet counts nodes: "no-gpu" without GPUs),
+    ``gpus_to_drain()``, ``findings`` (all), ``to_json()`` (``envcheck.health/1``),
     ``gpu_section(index)`` (one GPU's versioned ``health`` section, for
     ``envcheck.validation/1``), ``envelope()``.
 
@@ -30,7 +31,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ..results import Result, envelope
+from ..results import Result, envelope, node
 from .devnodes import CONTROL, UVM, dev_dir, node_problem
 from .findings import (COMPUTE_MODES, GPU_CHECKS, Finding, GpuInput, check_states,
                        gpu_findings, reason_names, verdict, xid_findings)
@@ -79,6 +80,22 @@ class HealthReport(Result):
         return next(v for v in ("not-ready", "degraded", "ready") if v in verdicts)
 
     @property
+    def node_verdict(self) -> str:
+        """The node's level-1 verdict, as the fleet counts nodes: ``verdict``, or "no-gpu" where
+        NVML lists no GPU (none there, the driver not loaded, no NVML): nothing to judge."""
+        return self.verdict if self.gpus else "no-gpu"
+
+    def gpus_to_drain(self) -> list[dict[str, Any]]:
+        """Each GPU whose verdict is not-ready: its index, UUID and first not-ready finding."""
+        return [{"gpu": g.index, "uuid": g.uuid,
+                 "finding": next((f.id for f in g.findings if f.effect == "not-ready"), None)}
+                for g in self.gpus if g.verdict == "not-ready"]
+
+    def node_health(self) -> dict[str, Any]:
+        """The node's health as a result envelope's ``node`` carries it."""
+        return {"verdict": self.node_verdict, "drain": self.gpus_to_drain()}
+
+    @property
     def findings(self) -> list[Finding]:
         return self.node + [f for g in self.gpus for f in g.findings]
 
@@ -88,11 +105,12 @@ class HealthReport(Result):
 
     def envelope(self) -> dict:
         worst = self.verdict
+        facts = node(self.host.facts(), self.node_health())
         if worst == "ready":
-            return envelope("ready")
+            return envelope("ready", node_facts=facts)
         first = next(f for f in self.findings if f.effect == worst)
         where = "node" if first.gpu is None else f"GPU {first.gpu}"
-        return envelope(worst, f"{where}: {first.measured}", first.action)
+        return envelope(worst, f"{where}: {first.measured}", first.action, node_facts=facts)
 
     @property
     def exit_code(self) -> int:
@@ -109,7 +127,7 @@ class HealthReport(Result):
             "gpus": [g.to_json() for g in self.gpus],
             "summary": [{"gpu": g.index, "verdict": g.verdict,
                          "findings": [f.id for f in g.findings]} for g in self.gpus],
-            "drain": [g.index for g in self.gpus if g.verdict == "not-ready"],
+            "drain": [d["gpu"] for d in self.gpus_to_drain()],
         }
 
 

@@ -38,14 +38,14 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from ..results import Result, envelope
+from ..results import HOST_SCHEMA, Result, envelope, node
 from .library import host_facts, library_loads
 from .visibility import mark_visible, order_warnings
 
 if TYPE_CHECKING:
     from .health import GpuHealth
 
-SCHEMA = "envcheck.host/1"
+SCHEMA = HOST_SCHEMA
 NVML_STATUSES = ("ok", "no-library", "driver-not-loaded", "version-mismatch", "no-permission",
                  "gpu-lost", "no-gpu", "error")
 GPU_STATUSES = ("ok", "lost", "reset-required", "no-permission", "blocked", "error")
@@ -167,9 +167,15 @@ class HostState(Result):
         return 0 if self.usable_gpus else 1
 
     def envelope(self) -> dict:
-        """Ready with a usable GPU; else not-ready, with ``no_gpu_reason()``."""
+        """Ready with a usable GPU; else not-ready, with ``no_gpu_reason()``. The node: these
+        facts, no health."""
         reason = self.no_gpu_reason()
-        return envelope("not-ready", *reason) if reason else envelope("ready")
+        facts = node(self.facts())
+        return envelope("not-ready", *reason, node_facts=facts) if reason else envelope("ready", node_facts=facts)
+
+    def facts(self) -> dict[str, Any]:
+        """The ``envcheck.host/1`` document without its envelope."""
+        return {"schema": self.schema, **self.body()}
 
     def body(self) -> dict[str, Any]:
         return {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from ..child_env import PCI_ORDER
+
 if TYPE_CHECKING:
     from .probe import Gpu
 
@@ -57,11 +59,11 @@ def _unique(gpus: list[Gpu], test: Callable[[Gpu], bool]) -> Gpu | None:
 def order_warnings(gpus: list[Gpu], order: str | None, cvd: str | None) -> list[str]:
     """Mixed GPU models: CUDA's default order (fastest first) is not NVML's (PCI bus)."""
     models = sorted({g.name for g in gpus if g.name})
-    if len(models) < 2 or order == "PCI_BUS_ID":
+    if len(models) < 2 or order == PCI_ORDER:
         return []
     text = (f"GPUs of different models ({', '.join(models)}) and CUDA_DEVICE_ORDER is "
             f"{order or 'unset'}: CUDA numbers GPUs fastest first, nvidia-smi and this report "
             "by PCI bus id, so cuda:N may be another GPU than index N here")
     if cvd and any(e.strip().isdigit() for e in cvd.split(",")):
         text += "; CUDA_VISIBLE_DEVICES indices follow CUDA's order too"
-    return [text + "; fix: export CUDA_DEVICE_ORDER=PCI_BUS_ID"]
+    return [text + f"; fix: export CUDA_DEVICE_ORDER={PCI_ORDER}"]

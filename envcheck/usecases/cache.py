@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..results import Result
 
 if TYPE_CHECKING:
+    from ..envs.caches import Cache, Size
     from .session import Session
 
 DEFAULT_WAIT_S = 30.0  # how long `cache clean` waits for a running install
 
 
-def cache_json(cache: Any) -> dict[str, Any]:
+def cache_json(cache: Cache) -> dict[str, Any]:
     """One cache; ``complete`` false: its walk stopped at its budget, ``bytes`` and ``files``
     are lower bounds."""
     size = cache.size
@@ -30,10 +31,10 @@ def cache_json(cache: Any) -> dict[str, Any]:
 @dataclass
 class CacheInfo(Result):
     schema: ClassVar[str] = "envcheck.cache/1"
-    caches: list[Any] = field(default_factory=list)  # envs.caches.Cache
+    caches: list[Cache] = field(default_factory=list)
 
     @property
-    def own(self) -> Any:
+    def own(self) -> Cache:
         """envcheck's uv cache: the one `cache clean` empties."""
         return next(c for c in self.caches if c.owned)
 
@@ -47,9 +48,9 @@ class CacheInfo(Result):
 class CacheCleaned(Result):
     schema: ClassVar[str] = "envcheck.cache-clean/1"
     path: str
-    before: Any  # envs.caches.Size
-    after: Any
-    left: list[Any] = field(default_factory=list)  # caches envcheck did not make, untouched
+    before: Size
+    after: Size
+    left: list[Cache] = field(default_factory=list)  # caches envcheck did not make, untouched
 
     def body(self) -> dict[str, Any]:
         return {"cleaned": {"installer": "uv", "path": self.path,

@@ -8,13 +8,17 @@ from ..progress import SILENT, Progress
 from ..results import Result
 
 if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..envs.indexes import IndexSettings
+    from ..envs.presets import Preset
+    from .kernels import KernelInstalled
     from .session import Session
 
 
 @dataclass
 class PresetListing(Result):
     schema: ClassVar[str] = "envcheck.presets/1"
-    presets: list[Any] = field(default_factory=list)  # envs.presets.Preset
+    presets: list[Preset] = field(default_factory=list)
     user_dir: str = ""
 
     def body(self) -> dict[str, Any]:
@@ -24,7 +28,7 @@ class PresetListing(Result):
 @dataclass
 class PresetDetail(Result):
     schema: ClassVar[str] = "envcheck.preset/1"
-    preset: Any
+    preset: Preset
 
     def body(self) -> dict[str, Any]:
         return {"preset": self.preset.to_json()}
@@ -33,7 +37,7 @@ class PresetDetail(Result):
 @dataclass
 class EnvListing(Result):
     schema: ClassVar[str] = "envcheck.envs/1"
-    envs: list[Any] = field(default_factory=list)  # envs.env_info.EnvInfo
+    envs: list[EnvInfo] = field(default_factory=list)
     hint: str = ""  # what to create when there is nothing
 
     def body(self) -> dict[str, Any]:
@@ -43,10 +47,10 @@ class EnvListing(Result):
 @dataclass
 class EnvDetail(Result):
     schema: ClassVar[str] = "envcheck.env/1"
-    env: Any
+    env: EnvInfo
     changed: dict[str, str] | None = None  # after `env add`: what it installed or upgraded
     created: bool = False  # made by this command
-    kernel: Any = None  # after `env create --kernel`: usecases.kernels.KernelInstalled
+    kernel: KernelInstalled | None = None  # after `env create --kernel`
 
     @property
     def warnings(self) -> list[str]:
@@ -83,7 +87,7 @@ def show_env(session: Session, name: str) -> EnvDetail:
 
 def create_env(session: Session, name: str, *, preset_name: str | None, preset_file: str | None,
                python: str | None = None, add: tuple[str, ...] = (), installer: str | None = None,
-               index: Any = None, progress: Progress = SILENT, kernel: bool = False,
+               index: IndexSettings | None = None, progress: Progress = SILENT, kernel: bool = False,
                for_another_host: bool = False, variant: str | None = None, link: bool = True) -> EnvDetail:
     """Create env NAME from a preset; with ``kernel``, ipykernel too (unless the preset or
     ``add`` names it) and its Jupyter kernel in the user's Jupyter folder. A GPU preset this
@@ -117,7 +121,7 @@ def create_env(session: Session, name: str, *, preset_name: str | None, preset_f
 
 
 def add_packages(session: Session, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
-                 index: Any = None, progress: Progress = SILENT) -> EnvDetail:
+                 index: IndexSettings | None = None, progress: Progress = SILENT) -> EnvDetail:
     before = session.store.get(name).packages
     info = session.store.add(name, requirements, installer=installer, index=index, progress=progress)
     return EnvDetail(info, {n: v for n, v in info.packages.items() if before.get(n) != v})

@@ -6,19 +6,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..progress import SILENT, Progress
-from ..results import OK_VERDICTS, Result, envelope
+from ..results import OK_VERDICTS, Result, envelope, node
+from ..validation.health import node_health
 from .validate_envs import report_problem
 
 if TYPE_CHECKING:
+    from ..host.probe import HostState
+    from ..validation.reports import Report
+    from .selection import Selection
     from .session import Session
 
 
 @dataclass
 class Diagnosis(Result):
     schema: ClassVar[str] = "envcheck.doctor/1"
-    host: Any
-    selection: Any
-    report: Any | None
+    host: HostState
+    selection: Selection
+    report: Report | None
     next_steps: list[str] = field(default_factory=list)
 
     @property
@@ -31,15 +35,17 @@ class Diagnosis(Result):
 
     def envelope(self) -> dict:
         """The chosen env's verdict and first problem (its first next step as the fix when it
-        has none); not-ready with no env to validate."""
+        has none); not-ready with no env to validate. The node: the host read, and the level-1
+        health of the chosen env's validation."""
         first_step = self.next_steps[0] if self.next_steps else None
+        facts = node(self.host.facts(), node_health([self.report.health if self.report else None]))
         if self.report is None:
-            return envelope("not-ready", "no env to validate", first_step, [])
+            return envelope("not-ready", "no env to validate", first_step, [], facts)
         verdict = self.report.verdict
         problem, fix = report_problem(self.report)
         if fix is None and verdict == "not-ready":
             fix = first_step
-        return envelope(verdict, problem, fix, [self.report.env] if verdict in OK_VERDICTS else [])
+        return envelope(verdict, problem, fix, [self.report.env] if verdict in OK_VERDICTS else [], facts)
 
     def body(self) -> dict[str, Any]:
         return {"ok": self.ok, "host": self.host.to_json(), "selection": self.selection.to_json(),
@@ -47,7 +53,8 @@ class Diagnosis(Result):
                 "next_steps": self.next_steps}
 
 
-def _next_steps(session: Session, selection, report, framework: str | None = None) -> list[str]:
+def _next_steps(session: Session, selection: Selection, report: Report | None,
+                framework: str | None = None) -> list[str]:
     from .hints import create_hint, gpu_hint
 
     host = session.host

@@ -13,11 +13,14 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..results import OK_VERDICTS, Result, envelope
+from ..results import OK_VERDICTS, Result, envelope, node, node_host
 from ..validation import freshness
+from ..validation.health import node_health
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
 if TYPE_CHECKING:
+    from ..host.level1 import HealthReport
+    from ..host.probe import HostState
     from .session import Session
 
 DEFAULT_MAX_AGE = "24h"  # a stored validation older than this is checked again
@@ -56,13 +59,15 @@ class GateResult(Result):
 
     def envelope(self) -> dict:
         """Ready: the stored report's verdict (ready or degraded), the env ready; else not-ready
-        with the gate's reason and fix."""
+        with the gate's reason and fix. The node: the host its report read, and the level-1
+        health read now (else its report's)."""
+        facts = node(node_host(self.report.get("host")), node_health([self.health or self.report.get("health")]))
         if not self.ready:
-            return envelope("not-ready", self.reason, self.fix, [])
+            return envelope("not-ready", self.reason, self.fix, [], facts)
         if self.health_problem is not None:
-            return envelope("degraded", *self.health_problem, [self.env])
+            return envelope("degraded", *self.health_problem, [self.env], facts)
         verdict = self.report.get("verdict")
-        return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env])
+        return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env], node_facts=facts)
 
     def body(self) -> dict:
         return {"env": self.env, "ready": self.ready, "cached": self.cached,
@@ -71,7 +76,8 @@ class GateResult(Result):
                 "report": self.report, "health": self.health}
 
 
-def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: int, host=None) -> GateResult:
+def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: int,
+          host: HostState | None = None) -> GateResult:
     """The answer a validation report gives for these requirements. ``host`` (a probe) names the
     cause and fix when the env needs GPUs this host has none of, as ``select --require-gpu`` does."""
     usable = int(report.get("gpus_usable") or 0)
@@ -98,7 +104,7 @@ def needs_gpu(result: GateResult, require_gpu: bool, min_gpus: int) -> bool:
     return require_gpu or min_gpus > 0 or result.gpus_usable > 0
 
 
-def with_health(result: GateResult, health, needed: bool) -> GateResult:
+def with_health(result: GateResult, health: HealthReport | None, needed: bool) -> GateResult:
     """The gate's answer with level 1 read now (``host.level1.HealthReport``; no cache: a GPU
     can fail between two jobs) when the job needs a GPU: a not-ready finding on a visible GPU
     or the node refuses it, with the finding's action as the fix; a degraded one makes a

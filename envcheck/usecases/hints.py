@@ -7,13 +7,16 @@ with the version it needs, never a create command that would fail.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from .. import frameworks
 
 if TYPE_CHECKING:
+    from ..envs.presets import Preset
+    from ..host.probe import HostState
+    from ..paths import Home
     from .session import Session
 
 
@@ -25,7 +28,7 @@ def _frameworks(name: str | None) -> list[frameworks.Framework]:
     return [frameworks.get(name)] if name else list(frameworks.registry().values())
 
 
-def _preset(home, name: str):
+def _preset(home: Home, name: str) -> Preset | None:
     from ..envs.presets import resolve_preset
     from ..errors import UsageError
 
@@ -35,7 +38,7 @@ def _preset(home, name: str):
         return None  # not installed here, or a broken user file: not something to suggest
 
 
-def cpu_hint(home, framework: str | None = None) -> str:
+def cpu_hint(home: Home, framework: str | None = None) -> str:
     for fw in _frameworks(framework):
         for name in fw.cpu_presets:
             if _preset(home, name) is not None:
@@ -46,7 +49,7 @@ def cpu_hint(home, framework: str | None = None) -> str:
             f"there is no built-in {what}CPU preset)")
 
 
-def gpu_hint(home, host: Any, framework: str | None = None) -> str | None:
+def gpu_hint(home: Home, host: HostState, framework: str | None = None) -> str | None:
     """A GPU preset that fits this host, else the driver upgrade one needs; None without GPUs."""
     from ..host.compat import HostProfile, judge, min_driver
 
@@ -79,7 +82,7 @@ def create_hint(session: Session, framework: str | None = None) -> str:
     return create_hint_for(session.home, session.host, framework)
 
 
-def create_hint_for(home, host: Any, framework: str | None = None) -> str:
+def create_hint_for(home: Home, host: HostState, framework: str | None = None) -> str:
     hint = f"create one: {cpu_hint(home, framework)}"
     gpu = gpu_hint(home, host, framework)
     return hint + (f" (for this host's GPUs: {gpu})" if gpu else "")

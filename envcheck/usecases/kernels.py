@@ -30,6 +30,8 @@ from ..progress import SILENT, Progress
 from ..results import Result
 
 if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..envs.indexes import IndexSettings
     from .session import Session
 
 IPYKERNEL = "ipykernel"
@@ -41,7 +43,7 @@ class KernelStatus:
     interpreter differ from what the env needs now), ``broken`` (the env is not ready, its
     interpreter or ipykernel is missing) or ``gone`` (its env or env home no longer exists)."""
 
-    spec: Any  # envs.kernelspec.Kernelspec
+    spec: ks.Kernelspec
     status: str
     problem: str | None = None
     fix: str | None = None
@@ -78,7 +80,7 @@ class KernelInstalled(Result):
 class KernelsRemoved(Result):
     schema: ClassVar[str] = "envcheck.kernel-removal/1"
     env: str
-    removed: list[Any] = field(default_factory=list)  # envs.kernelspec.Kernelspec
+    removed: list[ks.Kernelspec] = field(default_factory=list)
 
     def body(self) -> dict[str, Any]:
         return {"env": self.env, "removed": [{"name": s.name, "path": str(s.path)} for s in self.removed]}
@@ -86,15 +88,15 @@ class KernelsRemoved(Result):
 
 # -- what a kernel of an env is --------------------------------------------------------------
 
-def kernel_environ(info) -> dict[str, str]:
+def kernel_environ(info: EnvInfo) -> dict[str, str]:
     """The kernelspec's ``env`` for env ``info`` (see the module's docstring)."""
     from ..child_env import child_environ
-    from .launch import framework_pin
+    from .launch import framework_environ
 
-    return child_environ(info.path.resolve(), framework=framework_pin(info), purpose="kernel")
+    return child_environ(info.path.resolve(), framework=framework_environ(info), purpose="kernel")
 
 
-def kernel_spec(info, home: Path) -> dict[str, Any]:
+def kernel_spec(info: EnvInfo, home: Path) -> dict[str, Any]:
     """kernel.json of env ``info`` of the env home ``home``, marked as envcheck's."""
     version = ".".join(str(info.manifest.get("python", {}).get("version") or "3").split(".")[:2])
     env_dir = info.path.resolve()  # the folder, not the interpreter: a venv's python is a link to its base
@@ -112,7 +114,7 @@ def kernel_spec(info, home: Path) -> dict[str, Any]:
 
 def lacks_ipykernel(requirements: Iterable[Any]) -> bool:
     """True when none of ``requirements`` (parsed) names ipykernel."""
-    from ..envs.metadata import canonical_name
+    from ..distributions import canonical_name
 
     return all(canonical_name(r.name) != IPYKERNEL for r in requirements)
 
@@ -156,7 +158,7 @@ def _check_writable(kernels: Path) -> None:
 
 
 def install_kernel(session: Session, name: str, *, prefix: str | None = None, installer: str | None = None,
-                   index: Any = None, progress: Progress = SILENT) -> KernelInstalled:
+                   index: IndexSettings | None = None, progress: Progress = SILENT) -> KernelInstalled:
     """Install env NAME's kernelspec in the user's Jupyter folder or under ``prefix``
     (``PREFIX/share/jupyter/kernels``), adding ipykernel to the env first when it lacks it."""
     store = session.store
@@ -183,7 +185,7 @@ def install_kernel(session: Session, name: str, *, prefix: str | None = None, in
     return KernelInstalled(KernelStatus(ks.Kernelspec(folder, spec), "ok"), added, notes)
 
 
-def _ready(info):
+def _ready(info: EnvInfo) -> EnvInfo:
     if info.state != "ready":
         raise UsageError(f"env {info.name} is {info.state}: {info.problem}",
                          info.fix or f"envcheck env remove {info.name} --yes, then create it again")
@@ -205,7 +207,7 @@ def _home(session: Session) -> Path:
 
 # -- list, judge, remove ---------------------------------------------------------------------
 
-def judge(session: Session, spec) -> KernelStatus:
+def judge(session: Session, spec: ks.Kernelspec) -> KernelStatus:
     """Does kernelspec ``spec`` still start a working kernel of its env?"""
     from ..paths import Home
     from .session import env_store

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 from ..errors import EnvcheckError, UsageError
 
 if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from ..envs.env_info import EnvInfo
+    from ..frameworks import Framework
+    from ..host.probe import HostState
     from ..validation.devices import Selection
+    from .session import Session
 
 
 class CommandNotFound(EnvcheckError):
@@ -64,7 +70,7 @@ class Launch:
     nproc: int | None = None  # ranks to start (``usecases.ranks``); None: the command alone, exec'd
 
 
-def choose_gpus(selection: Selection, host) -> tuple[list[int] | None, list[str]]:
+def choose_gpus(selection: Selection, host: HostState | None) -> tuple[list[int] | None, list[str]]:
     """The NVML indices to expose for ``selection`` (``validation.devices.parse`` of ``--gpus``;
     None: leave CUDA_VISIBLE_DEVICES alone) and notes."""
     from ..validation.devices import resolve, usable_gpus
@@ -80,17 +86,15 @@ def choose_gpus(selection: Selection, host) -> tuple[list[int] | None, list[str]
     return [d.nvml_index for d in resolve(selection, host).devices], []
 
 
-def framework_pin(info) -> str | None:
-    """The env's framework as ``child_env.child_environ`` takes it: "name==installed version",
-    "name" when the version is unknown, None when the env has no known framework."""
+def framework_environ(info: EnvInfo) -> dict[str, str]:
+    """The run variables of env ``info``'s framework for its installed version
+    (``Framework.run_environ``), as ``child_env.child_environ`` takes them for a run or a
+    kernel; none when the env has no known framework."""
     framework = _framework(info)
-    if framework is None:
-        return None
-    version = _installed_version(info, framework)
-    return framework.name if version is None else f"{framework.name}=={version}"
+    return {} if framework is None else dict(framework.run_environ(_installed_version(info, framework)))
 
 
-def command_environ(base: dict[str, str], info, gpus: list[int] | None,
+def command_environ(base: dict[str, str], info: EnvInfo, gpus: list[int] | None,
                     global_batch: int | None = None, per_gpu: int | None = None) -> dict[str, str]:
     """The command's environment: ``child_env.child_environ`` for a run in env ``info``, and
     the batch sizes."""
@@ -98,7 +102,7 @@ def command_environ(base: dict[str, str], info, gpus: list[int] | None,
 
     batch = {} if global_batch is None else {"ENVCHECK_GLOBAL_BATCH": str(global_batch),
                                              "ENVCHECK_PER_GPU_BATCH": str(per_gpu)}
-    return child_environ(info.path, gpus=gpus, framework=framework_pin(info), purpose="run",
+    return child_environ(info.path, gpus=gpus, framework=framework_environ(info), purpose="run",
                          base=base, extra=batch)
 
 
@@ -112,7 +116,7 @@ def _resolve_command(argv: list[str], path: str) -> str:
                           "check its spelling, or install it: envcheck env add ENV PACKAGE")
 
 
-def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
+def processes_to_start(nproc: int | None, chosen: list[int] | None, framework: Framework | None,
                        gpu_build: bool = True) -> tuple[int | None, str | None]:
     """(ranks, a note): ``--nproc`` as given; without it, one rank per selected GPU for a
     GPU build of a framework whose data parallelism is a process per device when there are
@@ -136,7 +140,7 @@ def processes_to_start(nproc: int | None, chosen: list[int] | None, framework,
                    f"{framework.strategy} (--nproc 1 for one)")
 
 
-def prepare(session, env_name: str, command: list[str], *, gpus: Selection | str = "all",
+def prepare(session: Session, env_name: str, command: list[str], *, gpus: Selection | str = "all",
             batch_size: int | None = None, base_environ: dict[str, str] | None = None,
             nproc: int | None = None) -> Launch:
     """Check everything `envcheck run` needs and return what to execute, or raise.
@@ -186,7 +190,7 @@ def prepare(session, env_name: str, command: list[str], *, gpus: Selection | str
                   resolved.notes + notes, ranks if ranks and ranks > 1 else None)
 
 
-def _check_gpu_env(info, host, asked: str) -> None:
+def _check_gpu_env(info: EnvInfo, host: HostState | None, asked: str) -> None:
     """GPUs asked for by number with an env that can't use them: a UsageError, not a silent
     CPU run."""
     from .. import frameworks
@@ -205,11 +209,11 @@ def _check_gpu_env(info, host, asked: str) -> None:
                      "run in a GPU env (see `envcheck select --require-gpu`) or pass --gpus none")
 
 
-def _installed_version(info, framework):
+def _installed_version(info: EnvInfo, framework: Framework) -> Version | None:
     """The installed version of the framework's distribution in the env, parsed; None if unknown."""
     from packaging.version import InvalidVersion, Version
 
-    from ..envs.metadata import canonical_name
+    from ..distributions import canonical_name
 
     versions = {canonical_name(name): version for name, version in info.packages.items()}
     for dist in framework.distributions:
@@ -221,7 +225,7 @@ def _installed_version(info, framework):
     return None
 
 
-def _framework(info):
+def _framework(info: EnvInfo) -> Framework | None:
     """The env's framework (the registry's first among those installed), or None."""
     from .. import frameworks
 

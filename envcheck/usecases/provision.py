@@ -27,14 +27,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from .. import frameworks
 from ..errors import BusyError, EnvcheckError, UsageError
 from ..progress import SILENT, Progress
-from ..results import OK_VERDICTS, Result, envelope
+from ..results import OK_VERDICTS, Result, envelope, node
+from ..validation.health import node_health
 
 if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..envs.indexes import IndexSettings
+    from ..envs.locks import Lock
+    from ..envs.presets import Preset
+    from ..envs.store import EnvStore
+    from ..host.probe import HostState
+    from ..paths import Home
     from .session import Session
 
 ACTIONS = ("created", "unchanged", "stale", "skipped", "failed")
@@ -75,13 +83,15 @@ class ProvisionResult(Result):
     def envelope(self) -> dict:
         """Not-ready with the first requested env that isn't done (its action, reason and fix);
         else degraded when one validated degraded, else ready. The envs made or kept that
-        validated ready or degraded are ready; a skipped preset is neither."""
+        validated ready or degraded are ready; a skipped preset is neither. The node: no host
+        facts (none kept), the level-1 health of the last validation."""
         done = [o.name for o in self.envs if o.ok and o.action != "skipped"]
         bad = next((o for o in self.envs if not o.ok), None)
+        facts = node(health=node_health([self.health]))
         if bad is not None:
-            return envelope("not-ready", f"env {bad.name}: {bad.action}: {bad.reason}", bad.fix, done)
+            return envelope("not-ready", f"env {bad.name}: {bad.action}: {bad.reason}", bad.fix, done, facts)
         degraded = any(o.verdict == "degraded" for o in self.envs if o.action != "skipped")
-        return envelope("degraded" if degraded else "ready", ready_envs=done)
+        return envelope("degraded" if degraded else "ready", ready_envs=done, node_facts=facts)
 
     def body(self) -> dict[str, Any]:
         return {"envs": [asdict(o) for o in self.envs], "ok": self.ok, "health": self.health}
@@ -89,15 +99,15 @@ class ProvisionResult(Result):
 
 @dataclass
 class Planned:
-    preset: Any  # presets.Preset
+    preset: Preset
     skip: str | None = None  # why --auto leaves it out
     fix: str | None = None
 
 
 # -- 1. plan ----------------------------------------------------------------------------------
 
-def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
-         host=None, framework: str | None = None) -> list[Planned]:
+def plan(home: Home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
+         host: HostState | None = None, framework: str | None = None) -> list[Planned]:
     """The presets to provision, each possibly skipped with a reason; raises UsageError on bad input."""
     from ..envs.presets import builtin_dir, resolve_preset
     from ..envs.env_info import check_name
@@ -140,7 +150,7 @@ def plan(home, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: b
     return list(chosen.values())
 
 
-def _preference(preset) -> tuple:
+def _preference(preset: Preset) -> tuple:
     """--auto's order: by framework (the registry's), CPU first, then the framework's GPU
     presets in its order of preference, then any other (by name)."""
     names = frameworks.names()
@@ -151,7 +161,7 @@ def _preference(preset) -> tuple:
             order.index(preset.name) if preset.name in order else len(order), preset.name)
 
 
-def _judge_gpu(preset, host) -> Planned:
+def _judge_gpu(preset: Preset, host: HostState) -> Planned:
     """Keep a GPU preset for --auto only if this host can train with it (with the first of
     its variants that can)."""
     from .variants import for_this_host
@@ -164,7 +174,7 @@ def _judge_gpu(preset, host) -> Planned:
     return Planned(chosen, *misfit) if misfit else Planned(chosen)
 
 
-def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None] | None:
+def gpu_misfit(preset: Preset, host: HostState, python: str | None = None) -> tuple[str, str | None] | None:
     """Why this host can't train with GPU preset ``preset`` (the reason and its fix), or None
     when it can, or when the build it installs can't be told. The judgement ``--auto`` makes:
     a usable GPU, a compat verdict that trains on it, a Python that fits (``python``: the one
@@ -194,8 +204,8 @@ def gpu_misfit(preset, host, python: str | None = None) -> tuple[str, str | None
     return None
 
 
-def refuse_misfit(session: Session, preset, python: str | None = None, variant: str | None = None,
-                  for_another_host: bool = False):
+def refuse_misfit(session: Session, preset: Preset, python: str | None = None, variant: str | None = None,
+                  for_another_host: bool = False) -> Preset:
     """The variant of ``preset`` `env create` makes here (``usecases.variants``); a GPU preset
     this host can't train with is a UsageError before anything is downloaded, its fix one
     alternative per sentence (this host's fix, a CPU env, and ``--for-another-host`` for an
@@ -223,7 +233,8 @@ def sentences(*alternatives: str | None) -> str:
 
 # -- 2. ensure --------------------------------------------------------------------------------
 
-def ensure(store, preset, *, installer: str | None = None, index=None,
+def ensure(store: EnvStore, preset: Preset, *, installer: str | None = None,
+           index: IndexSettings | None = None,
            wait: float = DEFAULT_WAIT, progress: Progress = SILENT) -> Outcome:
     """Make env ``preset.name`` from ``preset`` unless it already is; never raises EnvcheckError.
 
@@ -234,13 +245,14 @@ def ensure(store, preset, *, installer: str | None = None, index=None,
                    lambda info: _compare(info, preset), wait, progress)
 
 
-def ensure_lock(store, lock, name: str, *, installer: str | None = None, index=None, offline: bool = False,
-                wait: float = DEFAULT_WAIT, progress: Progress = SILENT) -> Outcome:
+def ensure_lock(store: EnvStore, lock: Lock, name: str, *, installer: str | None = None,
+                index: IndexSettings | None = None, offline: bool = False, wait: float = DEFAULT_WAIT,
+                progress: Progress = SILENT) -> Outcome:
     """Make env ``name`` from ``lock`` unless it already is (from the same lock: unchanged; from
     anything else: stale, left as it is)."""
     label = f"lock {lock.source}"
 
-    def compare(info) -> Outcome:
+    def compare(info: EnvInfo) -> Outcome:
         rebuild = f"envcheck env remove {name} --yes && envcheck provision --lock {lock.source} --name {name}"
         if info.state == "broken":
             return Outcome(name, label, "failed", f"env {name} is broken: {info.problem}", fix=rebuild)
@@ -255,7 +267,8 @@ def ensure_lock(store, lock, name: str, *, installer: str | None = None, index=N
                    compare, wait, progress)
 
 
-def _ensure(store, name: str, label: str, created: str, make, compare, wait: float, progress: Progress) -> Outcome:
+def _ensure(store: EnvStore, name: str, label: str, created: str, make: Callable[[], object],
+            compare: Callable[[EnvInfo], Outcome], wait: float, progress: Progress) -> Outcome:
     """``make`` env ``name`` unless it exists (then ``compare`` says what it is); another
     process making it is waited for (``wait`` seconds), then looked at again."""
     deadline = time.monotonic() + wait
@@ -279,7 +292,7 @@ def _ensure(store, name: str, label: str, created: str, make, compare, wait: flo
             return Outcome(name, label, "failed", exc.message, fix=exc.fix, log=exc.log)
 
 
-def _existing(store, name: str):
+def _existing(store: EnvStore, name: str) -> EnvInfo | None:
     """The env as the store sees it (ready, incomplete or broken), or None when there is none."""
     try:
         return store.get(name)
@@ -287,7 +300,7 @@ def _existing(store, name: str):
         return None
 
 
-def _compare(info, preset) -> Outcome:
+def _compare(info: EnvInfo, preset: Preset) -> Outcome:
     name = info.name
     rebuild = f"envcheck env remove {name} --yes && envcheck provision --preset {preset.name}"
     if info.state == "broken":
@@ -302,7 +315,7 @@ def _compare(info, preset) -> Outcome:
     return Outcome(name, preset.name, "unchanged", f"already made from this preset on {info.manifest.get('created')}")
 
 
-def _wait_unlocked(store, name: str, deadline: float) -> bool:
+def _wait_unlocked(store: EnvStore, name: str, deadline: float) -> bool:
     """Block until no process holds env ``name``'s lock, or the deadline passes (False)."""
     from filelock import FileLock, Timeout
 
@@ -332,7 +345,7 @@ def check(session: Session, outcome: Outcome, *, smoke: bool, timeout: float | N
 
 
 def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str, ...] = (), auto: bool = False,
-              smoke: bool = True, installer: str | None = None, index: Any = None,
+              smoke: bool = True, installer: str | None = None, index: IndexSettings | None = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
               progress: Progress = SILENT, framework: str | None = None, level: int = 2,
               lock_file: str | None = None, name: str | None = None, offline: bool = False) -> ProvisionResult:

@@ -19,6 +19,10 @@ from ..errors import UsageError
 from ..results import Result
 
 if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..host.probe import HostState
+    from ..validation.reports import Report
+    from .doctor import Diagnosis
     from .session import Session
 
 NEVER = "never validated"
@@ -31,7 +35,7 @@ class EnvEvidence:
 
     name: str
     state: str  # the env's state now: ready | incomplete | broken
-    report: Any | None = None  # validation.reports.Report
+    report: Report | None = None
     missing: str | None = None
     changed: list[str] = field(default_factory=list)  # fingerprint keys that differ from now
 
@@ -48,7 +52,7 @@ class EnvEvidence:
 @dataclass
 class StoredReports(Result):
     schema: ClassVar[str] = "envcheck.reports/1"
-    host: Any  # host.probe.HostState, read now
+    host: HostState  # read now
     envs: list[EnvEvidence]
     generated: str
     next_steps: list[str] = field(default_factory=list)  # doctor's, for `doctor --html`
@@ -86,7 +90,7 @@ def stored_reports(session: Session, names: tuple[str, ...] = (), *, all_envs: b
     return StoredReports(session.host, [evidence(session, info) for info in targets], _now())
 
 
-def doctor_reports(session: Session, diagnosis) -> StoredReports:
+def doctor_reports(session: Session, diagnosis: Diagnosis) -> StoredReports:
     """Every env's evidence after a doctor run, the env it validated with that fresh report
     (stored or not), and doctor's next steps."""
     fresh = diagnosis.report
@@ -95,7 +99,7 @@ def doctor_reports(session: Session, diagnosis) -> StoredReports:
     return StoredReports(diagnosis.host, envs, _now(), list(diagnosis.next_steps))
 
 
-def evidence(session: Session, info) -> EnvEvidence:
+def evidence(session: Session, info: EnvInfo) -> EnvEvidence:
     """Env ``info``'s stored report, rebuilt, and what changed since it was made."""
     from ..validation.reports import StoredReport, fingerprint
 

@@ -9,11 +9,20 @@ env with any framework of the registry counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from .. import frameworks
-from ..envs.metadata import canonical_name
+from ..distributions import canonical_name
 from ..results import Result, envelope
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+    from ..envs.env_info import EnvInfo
+    from ..frameworks import Build
+    from ..host.compat import Verdict
+    from ..host.probe import HostState
+    from ..paths import Home
 
 
 @dataclass
@@ -73,7 +82,8 @@ class Selection(Result):
                 "excluded": self.excluded, "warning": self.warning, "host": self.host}
 
 
-def _missing(packages: dict[str, str], framework: str | None, requirements) -> str | None:
+def _missing(packages: dict[str, str], framework: str | None,
+             requirements: Sequence[Requirement]) -> str | None:
     """None when the env qualifies, else why not."""
     from ..validation.integrity import satisfied
 
@@ -89,7 +99,7 @@ def _missing(packages: dict[str, str], framework: str | None, requirements) -> s
     return None
 
 
-def _sort_key(ranked: Ranked, build) -> tuple:
+def _sort_key(ranked: Ranked, build: Build | None) -> tuple:
     """GPU tier first; then a passed validation; on the CPU tier a CPU-only build before a GPU
     build that can't use a GPU here (it could only validate `degraded`); then the newest
     framework; then the name."""
@@ -99,7 +109,7 @@ def _sort_key(ranked: Ranked, build) -> tuple:
             _neg_version(build.version if build else None), ranked.name)
 
 
-def _neg_version(version):
+def _neg_version(version: str | None) -> tuple[int, ...]:
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -109,7 +119,8 @@ def _neg_version(version):
     return tuple(-x for x in v.release) + (0,) * (4 - len(v.release))
 
 
-def _tier(info, build, host, stored, verdicts: dict) -> tuple[str, str, str | None]:
+def _tier(info: EnvInfo, build: Build | None, host: HostState, stored: str | None,
+          verdicts: dict[tuple[Build, str | None], Verdict]) -> tuple[str, str, str | None]:
     """(tier, reason, why a GPU build is on the CPU tier in a word). ``verdicts`` remembers the
     judgement of each (build, Python): envs copied from one preset share it."""
     from ..host.compat import HostProfile, judge
@@ -132,8 +143,8 @@ def _tier(info, build, host, stored, verdicts: dict) -> tuple[str, str, str | No
     return "gpu", f"{build.label} runs on {len(host.usable_gpus)} GPU(s), driver {host.driver_version}{note}", None
 
 
-def select(envs: list, host, *, framework: str | None = None, requires=(), home=None,
-           require_gpu: bool = False) -> Selection:
+def select(envs: list[EnvInfo], host: HostState, *, framework: str | None = None,
+           requires: Sequence[str] = (), home: Home | None = None, require_gpu: bool = False) -> Selection:
     """Rank ``envs`` (store EnvInfo) for training on ``host`` (a probe)."""
     if framework is not None:
         frameworks.get(framework)  # an unknown name is a UsageError before any work
@@ -144,7 +155,8 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
         requirements = [parse_requirement(r) for r in requires]
     selection = Selection(host={"nvml": host.nvml_status, "usable_gpus": len(host.usable_gpus),
                                 "driver_version": host.driver_version}, require_gpu=require_gpu)
-    keyed, verdicts = [], {}
+    keyed: list[tuple[tuple, Ranked]] = []
+    verdicts: dict[tuple[Build, str | None], Verdict] = {}
     for info in envs:
         if info.state != "ready":
             selection.excluded.append({"name": info.name, "reason": f"env is {info.state}"})
@@ -164,7 +176,7 @@ def select(envs: list, host, *, framework: str | None = None, requires=(), home=
     return selection
 
 
-def _stored_verdict(home, info, host) -> str | None:
+def _stored_verdict(home: Home | None, info: EnvInfo, host: HostState) -> str | None:
     """The verdict of env ``info``'s stored validation while it still describes the env and
     this host (``StoredReport.verdict_now``): an out-of-date pass or failure counts for nothing."""
     if home is None:
@@ -175,8 +187,8 @@ def _stored_verdict(home, info, host) -> str | None:
     return stored.verdict_now(fingerprint(info, host)) if stored is not None else None
 
 
-def _warning(selection: Selection, framework: str | None, requirements, host,
-             require_gpu: bool, home) -> str | None:
+def _warning(selection: Selection, framework: str | None, requirements: Sequence[Requirement],
+             host: HostState, require_gpu: bool, home: Home | None) -> str | None:
     from .hints import create_hint_for, gpu_hint
 
     wanted = (framework or "a known framework") + "".join(f", {r}" for r in requirements)

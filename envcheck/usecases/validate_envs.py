@@ -2,17 +2,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UsageError
 from ..progress import SILENT, Progress
-from ..results import OK_VERDICTS, VERDICTS, Result, envelope
+from ..results import OK_VERDICTS, VERDICTS, Result, envelope, node, node_host
+from ..validation.health import node_health
+
+if TYPE_CHECKING:
+    from ..validation.devices import DeviceSpec
+    from ..validation.reports import Report
+    from .session import Session
 
 
 @dataclass
 class ValidationRun(Result):
     schema: ClassVar[str] = "envcheck.validation/1"
-    reports: list[Any] = field(default_factory=list)  # validation.validate.Report
+    reports: list[Report] = field(default_factory=list)
     strict: bool = False
     level: int = 2  # the health level (1 reads only, 2 + the env's checks, 3 + figures)
 
@@ -28,11 +34,14 @@ class ValidationRun(Result):
 
     def envelope(self) -> dict:
         """The worst verdict; the first failing (else warning) check of the first report with
-        it; the envs that validated ready or degraded."""
+        it; the envs that validated ready or degraded; the node: the host the first report
+        read, and the level-1 health of the reports' sections."""
         if not self.reports:
             return envelope("not-ready", "no env was validated", "envcheck validate NAME", [])
         worst = next(r for r in self.reports if r.verdict == self.verdict)
-        return envelope(self.verdict, *report_problem(worst), [r.env for r in self.reports if r.verdict in OK_VERDICTS])
+        ready = [r.env for r in self.reports if r.verdict in OK_VERDICTS]
+        facts = node(node_host(self.reports[0].host), node_health([r.health for r in self.reports]))
+        return envelope(self.verdict, *report_problem(worst), ready, facts)
 
     def body(self) -> dict[str, Any]:
         counts = {v.replace("-", "_"): sum(r.verdict == v for r in self.reports) for v in VERDICTS}
@@ -41,7 +50,7 @@ class ValidationRun(Result):
                             "strict": self.strict, "level": self.level}}
 
 
-def report_problem(report: Any) -> tuple[str | None, str | None]:
+def report_problem(report: Report) -> tuple[str | None, str | None]:
     """("env NAME: CHECK: summary", its fix) of a validation report's first failing check, else
     its first warning; (None, None) when every check passed."""
     for status in ("fail", "warn"):
@@ -51,8 +60,8 @@ def report_problem(report: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def validate_envs(session, names: tuple[str, ...] = (), *, all_envs: bool = False,
-                  devices: Any = "all", smoke: bool = True, timeout: float | None = None,
+def validate_envs(session: Session, names: tuple[str, ...] = (), *, all_envs: bool = False,
+                  devices: DeviceSpec = "all", smoke: bool = True, timeout: float | None = None,
                   strict: bool = False, progress: Progress = SILENT, level: int = 2) -> ValidationRun:
     """Validate envs ``names``, or all of them, or (neither) the one `select` picks, on
     ``devices`` (``validation.devices.parse``'s Selection, or its text), at health ``level``

@@ -15,6 +15,11 @@ from .. import frameworks
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
     from ..envs.presets import Preset
     from ..host.compat import HostProfile
     from ..host.probe import HostState
@@ -24,7 +29,8 @@ def _candidates(preset: Preset, asked: str | None) -> tuple[Preset, ...]:
     return (preset.with_variant(asked),) if asked else (preset.variants or (preset,))
 
 
-def misfit_for(requirements, profile: HostProfile, requires_python=None) -> str | None:
+def misfit_for(requirements: Sequence[Requirement], profile: HostProfile,
+               requires_python: SpecifierSet | None = None) -> str | None:
     """Why the build ``requirements`` install can't train on the GPUs of ``profile`` (its
     ``python`` in ``requires_python``, a ``SpecifierSet``, included), or None."""
     from packaging.version import Version

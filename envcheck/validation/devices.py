@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..host.probe import Gpu, HostState
 
 # Device numbers are ASCII digits ('²' and a full-width '１' are no GPU's number), nine at most
 # (no GPU has a longer one, and int() of thousands of digits is an error of its own)
@@ -113,17 +116,17 @@ def _parse_one(token: str, spec: str, grammar: Grammar) -> Device:
     return device
 
 
-def gpu_device(gpu) -> Device:
+def gpu_device(gpu: Gpu) -> Device:
     """The Device of a GPU of the host probe (``host.probe.Gpu``)."""
     return Device("gpu", gpu.index, gpu.cuda_index, gpu.uuid)
 
 
-def usable_gpus(host) -> list[Device]:
+def usable_gpus(host: HostState) -> list[Device]:
     """Every GPU a process started from here can use."""
     return [gpu_device(g) for g in host.usable_gpus if g.cuda_index is not None]
 
 
-def resolve(selection: Selection, host) -> Selection:
+def resolve(selection: Selection, host: HostState) -> Selection:
     """``selection`` with each GPU tied to this host's; a GPU it can't use (absent, hidden by
     CUDA_VISIBLE_DEVICES, failed) is a UsageError before any work starts."""
     if all(d.resolved for d in selection.devices):
@@ -132,7 +135,7 @@ def resolve(selection: Selection, host) -> Selection:
     return replace(selection, devices=tuple(dict.fromkeys(devices)))
 
 
-def _resolve_gpu(device: Device, host, grammar: Grammar) -> Device:
+def _resolve_gpu(device: Device, host: HostState, grammar: Grammar) -> Device:
     if device.uuid is None:
         gpu = next((g for g in host.gpus if g.index == device.index), None)
     else:

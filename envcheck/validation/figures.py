@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..data import load
 from .reports import Check
+
+if TYPE_CHECKING:
+    from ..host.level1 import HealthReport
+    from ..host.probe import HostState
+    from .devices import Device
 
 VERDICTS = ("pass", "degraded", "n/a")
 NO_CPU_EXPECTATION = "a CPU has no expectation"
@@ -86,7 +91,8 @@ class Figure:
         return f"{self.device} {LABELS.get(self.name, self.name)} {value}{expected}"
 
 
-def gpu_facts(devices: Iterable[Any], host: Any, health: Any = None) -> dict[str, GpuFacts]:
+def gpu_facts(devices: Iterable[Device], host: HostState | None,
+              health: HealthReport | None = None) -> dict[str, GpuFacts]:
     """What NVML says of each GPU device, by the runner's name for it: ``devices`` are
     ``validation.devices.Device`` (``runner_name``, ``nvml_index``), ``host`` the
     ``HostState`` (its ``gpus``: model name, free memory), ``health`` the level-1

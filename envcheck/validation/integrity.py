@@ -3,8 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..envs.metadata import canonical_name, requirements
+from ..distributions import canonical_name
+from ..envs.metadata import requirements
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 @dataclass
@@ -27,7 +32,7 @@ def _marker_env(python_version: str | None) -> dict[str, str]:
     return env
 
 
-def satisfied(req, packages: dict[str, str]) -> bool:
+def satisfied(req: Requirement, packages: dict[str, str]) -> bool:
     """Is ``req`` (a packaging Requirement) met by the {name: version} map?"""
     from packaging.version import InvalidVersion, Version
 

@@ -12,9 +12,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import freshness
+
+if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..host.probe import HostState
+    from ..paths import Home
 
 SCHEMA = "envcheck.report/1"
 
@@ -64,7 +69,7 @@ def verdict_of(checks: list[Check]) -> str:
     return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
 
 
-def fingerprint(info, host) -> dict[str, Any]:
+def fingerprint(info: EnvInfo, host: HostState) -> dict[str, Any]:
     """What a stored validation of env ``info`` on ``host`` (a probe) depends on: see
     ``freshness.fingerprint``, which the gate's stored-pass answer computes too."""
     from ..host.probe import host_fingerprint
@@ -84,7 +89,7 @@ class StoredReport:
     data: dict[str, Any]
 
     @classmethod
-    def load(cls, home, name: str) -> StoredReport | None:
+    def load(cls, home: Home, name: str) -> StoredReport | None:
         """Env ``name``'s stored report, or None when there is none that can be read."""
         data = load_report(home, name)
         return None if data is None else cls(data)
@@ -165,7 +170,7 @@ def _carried(check: dict[str, Any], source: str) -> Check:
                  measured or source)
 
 
-def store_report(home, report) -> Path:
+def store_report(home: Home, report: Report) -> Path:
     from ..envs.manifest import write_atomic
 
     path = home.report(report.env)
@@ -173,7 +178,7 @@ def store_report(home, report) -> Path:
     return path
 
 
-def load_report(home, name: str) -> dict[str, Any] | None:
+def load_report(home: Home, name: str) -> dict[str, Any] | None:
     """The stored report, or None when absent, unreadable or of the wrong shape (tolerant, like
     the manifest: the caller validates again). Only reads."""
     try:

@@ -127,8 +127,9 @@ class _Run:
 def runner_env(python: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """The runner's environment: envcheck's own with ``env`` laid over it, as
     ``child_env.child_environ`` gives a smoke child (cleaned, the env's own when ``python`` is
-    a virtualenv's, GPUs in NVML's order)."""
-    return child_environ(venv_of(python), purpose="smoke", extra=env)
+    a virtualenv's, GPUs in NVML's order, every framework's smoke variables as defaults)."""
+    return child_environ(venv_of(python), framework=frameworks.smoke_environ(), purpose="smoke",
+                         extra=env)
 
 
 def _signal_name(number: int) -> str:

@@ -14,6 +14,7 @@ from ..frameworks.base import SPLIT
 from .reports import Check
 
 if TYPE_CHECKING:
+    from .smoke import MultiReplica
     from .validate import Context
 
 
@@ -73,7 +74,7 @@ def multi_replica_check(ctx: Context) -> Check:
                  fix or _multi_fix(ctx, multi))
 
 
-def _multi_passed(ctx: Context, multi) -> Check:
+def _multi_passed(ctx: Context, multi: MultiReplica) -> Check:
     """Scaling efficiency = throughput of the replicas / (replicas x one device's throughput).
     Logical CPU devices share the host's cores, so there it only shows data parallelism works;
     on GPUs, below 1/replicas the replicas together train slower than one GPU alone: on a
@@ -101,7 +102,7 @@ def _multi_passed(ctx: Context, multi) -> Check:
     return Check("multi-replica", "pass", what, multi.detail)
 
 
-def _multi_fix(ctx: Context, multi) -> str:
+def _multi_fix(ctx: Context, multi: MultiReplica) -> str:
     if "divisible" in multi.detail or "batch" in multi.detail.lower():
         return "make the global batch a multiple of the replica count"
     return _log_fix(ctx, "run each device alone: envcheck validate " + ctx.info.name

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import frameworks
 from ..envs import manifest as mf
@@ -22,19 +22,27 @@ from .devices import Device, DeviceSpec, Selection, parse, resolve, usable_gpus
 from .reports import Check, Report, fingerprint, verdict_of
 from .smoke_checks import first_line
 
+if TYPE_CHECKING:
+    from ..envs.env_info import EnvInfo
+    from ..frameworks import Build
+    from ..host.compat import Verdict
+    from ..host.level1 import HealthReport
+    from ..host.probe import HostState
+    from .smoke import SmokeResult
+
 
 @dataclass
 class Context:
     """What the steps of one validation share: its inputs, and what each step found for the next."""
 
-    info: Any
-    host: Any
+    info: EnvInfo
+    host: HostState
     selection: Selection  # resolved against ``host``
     smoke: bool
     timeout: float
-    build: Any = None
-    verdict: Any = None
-    smoke_result: Any = None
+    build: Build | None = None
+    verdict: Verdict | None = None  # compat's
+    smoke_result: SmokeResult | None = None
     devices: list[Device] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     gpus_usable: int = 0
@@ -43,7 +51,7 @@ class Context:
     log: str | None = None
     progress: Progress = SILENT
     level: int = 2  # health level: 1 reads only, 2 + the env's checks and smoke, 3 + figures
-    health: Any = None  # host.level1.HealthReport, read in the command's NVML session
+    health: HealthReport | None = None  # read in the command's NVML session
     figures: list | None = None  # level 3: the judged figures (validation.figures), as JSON
     used_gpus: list[int] = field(default_factory=list)  # NVML indices the env would train on
 
@@ -210,9 +218,9 @@ def _list_devices(ctx: Context) -> None:
     ctx.listing = True
 
 
-def validate(info, host, *, devices: DeviceSpec = "all", smoke: bool = True,
+def validate(info: EnvInfo, host: HostState, *, devices: DeviceSpec = "all", smoke: bool = True,
              timeout: float = DEFAULT_TIMEOUT, log_dir: Path | None = None,
-             progress: Progress = SILENT, level: int = 2, health: Any = None) -> Report:
+             progress: Progress = SILENT, level: int = 2, health: HealthReport | None = None) -> Report:
     """Run every check for one env (``info`` from the store) against ``host`` (a probe).
     ``devices``: a Selection (``devices.parse``; resolved here unless it is already) or its
     text. A GPU in it that this host can't use is a UsageError before any work.

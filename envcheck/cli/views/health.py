@@ -4,7 +4,10 @@ its cause and action; an n/a with its reason), and the node's findings. Text her
 (``markdown.py``) and HTML (``templates/report.html.j2``) lay out the same rows."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...host.level1 import HealthReport
 
 
 def gpu_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -62,7 +65,7 @@ def text_lines(section: dict[str, Any] | None, indent: str = "  ") -> list[str]:
     return lines
 
 
-def health_report(report) -> tuple[str, str]:
+def health_report(report: HealthReport) -> tuple[str, str]:
     """`envcheck gpu --level 1`: the GPU table as `gpu` shows it, then each GPU's health and
     the node's (every GPU counts: no env narrows them); on stderr, when not ready, the first
     finding and its action."""

@@ -9,7 +9,11 @@ reason in a note under the GPU table.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...host.probe import HostState
+    from ...validation.reports import Report
 
 NA = "N/A"
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
@@ -47,7 +51,7 @@ def bug_report(result) -> str:
     return "\n".join(lines)
 
 
-def _system(system: dict[str, str], host) -> list[str]:
+def _system(system: dict[str, str], host: HostState) -> list[str]:
     nvml = host.nvml_status + (f": {host.message}" if host.message else "")
     rows = [("envcheck", system["envcheck"]), ("OS", system["os"]), ("Python", system["python"]),
             ("NVIDIA driver", host.driver_version), ("CUDA (driver)", host.cuda_driver_version),
@@ -125,7 +129,7 @@ def _envs(envs: list) -> list[str]:
                     rows)
 
 
-def _validation(report) -> list[str]:
+def _validation(report: Report | None) -> list[str]:
     if report is None:
         return []
     lines = [f"### Validated now: env {cell(report.env)}, verdict **{cell(report.verdict)}**", ""]

@@ -1,9 +1,14 @@
 """Text for people, one renderer per result class (JSON comes from the result itself)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..render import colour, table
+
+if TYPE_CHECKING:
+    from ...host.probe import HostState
+    from ...usecases.selection import Selection
+    from ...validation.reports import Report
 
 NA = "N/A"
 STATUS_MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL", "skip": "-"}
@@ -48,7 +53,7 @@ def _gpu_row(g) -> tuple[str, ...]:
     return (str(g.index), g.name or NA, g.compute_capability or NA, memory, uuid, visible)
 
 
-def host_line(host) -> str:
+def host_line(host: HostState) -> str:
     from ...host.compat import probed_driver
 
     if host.usable_gpus:
@@ -84,7 +89,7 @@ def compat(result) -> str:
 
 # -- selection, gate --------------------------------------------------------------------------
 
-def ranking_lines(selection, indent: str = "  ") -> list[str]:
+def ranking_lines(selection: Selection, indent: str = "  ") -> list[str]:
     """The ranking, the selected env marked ``*`` (none is when --require-gpu finds no GPU env)."""
     rows = [("*" if r.name == selection.selected else " ", r.name,
              r.tier + (f" ({r.why_cpu})" if r.why_cpu else ""), r.reason) for r in selection.ranking]
@@ -120,7 +125,7 @@ def _fmt(value, spec: str = ".2f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def report_lines(report) -> list[str]:
+def report_lines(report: Report) -> list[str]:
     build = report.build
     head = f"env {report.env}"
     if build.get("version"):

@@ -17,7 +17,7 @@ from typing import Mapping
 
 from packaging.version import Version
 
-from ..base import SPLIT, Build, Framework, GpuBlock, cpu_only, folder_facts, row_build
+from ..base import SPLIT, Build, Framework, GpuBlock, RunVariable, cpu_only, folder_facts, row_build
 
 _PLUGIN = re.compile(r"jax-cuda(\d+)-(plugin|pjrt)")
 
@@ -83,13 +83,12 @@ def _gpu_block(build: Build, os: str) -> GpuBlock | None:
                     ("use WSL2 (experimental for JAX) with pip install 'jax[cuda12]'",))
 
 
-def _run_environ(version: Version | None) -> dict[str, str]:
-    """JAX preallocates 75% of each GPU's memory when it starts; a job shares the GPU with
-    whatever else runs there (a notebook kernel, a second process), so it allocates as it
-    needs instead (XLA_PYTHON_CLIENT_PREALLOCATE=false, JAX's own switch, as TensorFlow's
-    TF_FORCE_GPU_ALLOW_GROWTH). XLA_PYTHON_CLIENT_MEM_FRACTION is left to the user: it caps
-    what a job may take, and any value envcheck chose would be wrong for someone."""
-    return {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+# JAX preallocates 75% of each GPU's memory when it starts; a job shares the GPU with whatever
+# else runs there (a notebook kernel, a second process), so it allocates as it needs instead
+# (XLA_PYTHON_CLIENT_PREALLOCATE=false, JAX's own switch, as TensorFlow's
+# TF_FORCE_GPU_ALLOW_GROWTH). XLA_PYTHON_CLIENT_MEM_FRACTION is left to the user: it caps what
+# a job may take, and any value envcheck chose would be wrong for someone.
+_NO_PREALLOCATION = RunVariable("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 FRAMEWORK = Framework(
@@ -102,7 +101,7 @@ FRAMEWORK = Framework(
     multi_device="jax.jit over a device Mesh (NamedSharding: batch split, weights replicated)",
     batch_rule=SPLIT,  # one process splits a global batch over its devices
     order=2,
-    run_environ=_run_environ,
+    run_variables=(_NO_PREALLOCATION,),
     example="jax==0.10.2",
     cpu_presets=("jax-cpu",),
     gpu_presets=("jax-cuda12",),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from ...data import compat_facts
-from ..base import SPLIT, Build, Framework, GpuBlock, cpu_only, minor, row_build
+from ..base import SPLIT, Build, Framework, GpuBlock, RunVariable, cpu_only, minor, row_build
 
 
 def _read_build(dist: str, version: Version, shown: str, local: str | None,
@@ -51,11 +51,12 @@ FRAMEWORK = Framework(
     batch_rule=SPLIT,
     order=0,
     # TensorFlow takes all GPU memory at start unless told to grow as it needs.
-    run_environ=lambda version: {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+    run_variables=(RunVariable("TF_FORCE_GPU_ALLOW_GROWTH", "true"),),
     smoke_environ={"TF_CPP_MIN_LOG_LEVEL": "2"},  # its C++ INFO and WARNING lines off the runner's stderr
     smoke_scratch=("KERAS_HOME",),  # tf.keras writes keras.json there (default ~/.keras)
     example="tensorflow==2.15.0",
     cpu_presets=("tensorflow-cpu",),
     gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11-wheels", "tensorflow-gpu-cuda11.2"),
     gpu_block=_gpu_block,
+    aliases=("tf",),
 )

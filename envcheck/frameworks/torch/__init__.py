@@ -3,14 +3,13 @@ smoke backend (native torch.nn, DistributedDataParallel ranks) is ``smoke.py`` b
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import replace
 from typing import Mapping
 
 from packaging.version import InvalidVersion, Version
 
 from ...data import compat_facts
-from ..base import PER_DEVICE, Build, Framework, cpu_only, major_minor, minor, row_build
+from ..base import PER_DEVICE, Build, Framework, RunVariable, cpu_only, major_minor, minor, row_build
 
 _CUDA_LOCAL = re.compile(r"cu(\d+)(\d)")
 
@@ -88,15 +87,12 @@ def _read_build(dist: str, version: Version, shown: str, local: str | None,
     return replace(build, cuda=cuda, cudnn=None, archs=archs, notes=(note,))
 
 
-def _run_environ(version: Version | None) -> dict[str, str]:
-    """The caching allocator's expandable segments (less fragmentation, fewer OOMs on a full
-    GPU), from torch 2.2, where torchtune and axolotl turn them on, on Linux only (where they
-    are implemented). The old name: torch 2.9+ warns it is deprecated but, up to 2.9.1 at
-    least, ignores ``expandable_segments`` under the new name ``PYTORCH_ALLOC_CONF``
-    (pytorch#183387)."""
-    if version is None or minor(version) < (2, 2) or not sys.platform.startswith("linux"):
-        return {}
-    return {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+# The caching allocator's expandable segments (less fragmentation, fewer OOMs on a full GPU),
+# from torch 2.2, where torchtune and axolotl turn them on, on Linux only (where they are
+# implemented). The old name: torch 2.9+ warns it is deprecated but, up to 2.9.1 at least,
+# ignores ``expandable_segments`` under the new name ``PYTORCH_ALLOC_CONF`` (pytorch#183387).
+_EXPANDABLE_SEGMENTS = RunVariable("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True",
+                                   since="2.2", platforms=("linux",))
 
 
 FRAMEWORK = Framework(
@@ -109,8 +105,9 @@ FRAMEWORK = Framework(
     # DistributedDataParallel: one process per GPU, each with the full batch.
     batch_rule=PER_DEVICE,
     order=1,
-    run_environ=_run_environ,
+    run_variables=(_EXPANDABLE_SEGMENTS,),
     cpu_presets=("pytorch-cpu",),
     gpu_presets=("pytorch-cuda12", "pytorch-cuda11"),
     example="torch==2.5.1+cu118",
+    aliases=("pytorch",),
 )
