@@ -23,12 +23,13 @@ HEALTH_VERDICTS = ("ready", "degraded", "not-ready", "no-gpu")  # a node's level
 HOST_SCHEMA = "envcheck.host/1"  # the host facts ``node`` carries (``host.probe.HostState``)
 
 
-def node(host: dict | None = None, health: dict | None = None) -> dict:
+def node(host: dict | None = None, health: dict | None = None, envs: list | None = None) -> dict:
     """The node a command was asked on, as its envelope carries it: ``host``, the
     ``envcheck.host/1`` facts the command read (None: it read none); ``health``, the node's
     level-1 health, ``{"verdict": one of HEALTH_VERDICTS, "drain": [{"gpu", "uuid",
-    "finding"}...]}`` (None: not read)."""
-    return {"host": host, "health": health}
+    "finding"}...]}`` (None: not read); ``envs``, each env the command looked at as
+    ``EnvInfo.identity`` gives it (name, lock digest, content digest, packages; None: none)."""
+    return {"host": host, "health": health, "envs": envs}
 
 
 def node_host(document: dict | None) -> dict | None:

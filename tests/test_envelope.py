@@ -17,7 +17,8 @@ import pytest
 from fake_nvml import A100 as FAKE_A100
 from wheelhouse import offline
 
-from envcheck.fleet.aggregate import FleetResult, node_report
+from envcheck.cli.views.fleet import fleet as fleet_view
+from envcheck.fleet.aggregate import FleetResult, NodeReport, node_report
 from envcheck.fleet.cluster import Node
 from envcheck.fleet.dispatch import Outcome
 from envcheck.fleet.tasks import host_of
@@ -59,7 +60,7 @@ def document_envelope(result: Result) -> dict:
     document = json.loads(json.dumps(result.to_json()))
     assert list(document)[0] == "schema" and list(document)[-1] == ENVELOPE_KEY
     assert document[ENVELOPE_KEY] == result.envelope()
-    assert set(document[ENVELOPE_KEY]["node"]) == {"host", "health"}
+    assert set(document[ENVELOPE_KEY]["node"]) == {"host", "health", "envs"}
     return document[ENVELOPE_KEY]
 
 
@@ -69,8 +70,13 @@ def envelope_of(result: Result) -> dict:
 
 
 def node_of(result: Result) -> dict:
-    """The envelope's ``node``: the host facts the command read, the node's level-1 health."""
-    return document_envelope(result)["node"]
+    """The envelope's ``node``: the host facts the command read, the node's level-1 health
+    (the envs it looked at aside: ``envs_of``)."""
+    return {k: v for k, v in document_envelope(result)["node"].items() if k != "envs"}
+
+
+def envs_of(result: Result) -> list | None:
+    return document_envelope(result)["node"]["envs"]
 
 
 def expect(verdict, problem=None, fix=None, ready_envs=None) -> dict:
@@ -308,6 +314,9 @@ def test_the_stored_pass_answer_prints_clicks_document_envelope_included(cli, ho
     answer = dict(documents[0][ENVELOPE_KEY])
     place = answer.pop("node")
     assert answer == expect("ready", ready_envs=["tf"])
+    (identity,) = place["envs"]  # the env as the fleet compares it, the same on either path
+    assert (identity["name"], identity["lock"], identity["packages"]) == ("tf", None, {"tensorflow-cpu": "2.21.0"})
+    assert identity["digest"].startswith("sha256:")
     assert place["host"]["driver_version"] == "550.54.15" and ENVELOPE_KEY not in place["host"]
     assert place["health"] == {"verdict": "ready", "drain": []}
 
@@ -530,3 +539,53 @@ def test_min_ready_decides_the_exit_code(fake_cluster, capsys):
     document = json.loads(out)
     assert code == 1 and document[ENVELOPE_KEY]["verdict"] == "not-ready"
     assert [n["verdict"] for n in document["nodes"]] == ["ready", "ready", "not-ready"]
+
+
+# -- the same env on every node? (issue 21: digests grouped, differing packages named) ----------
+
+def identities(*envs: tuple) -> list[dict]:
+    return [{"name": n, "lock": lock, "digest": digest, "packages": packages} for n, lock, digest, packages in envs]
+
+
+def with_envs(label: str, envs: list[dict] | None, command: str = "check") -> NodeReport:
+    gate = judge("tf", report("tf", PASSED).to_json(), True, False, 0)
+    document = json.loads(json.dumps(gate.to_json()))
+    document[ENVELOPE_KEY]["node"]["envs"] = envs
+    return read(command, answered(document=document, code=0), label)
+
+
+def test_the_fleet_groups_each_env_by_digest_and_names_the_nodes_and_packages_that_differ():
+    same = {"tensorflow-cpu": "2.21.0", "alpha": "2.0"}
+    nodes = [with_envs("a100", identities(("tf", "sha256:lock", "sha256:one", same))),
+             with_envs("t4", identities(("tf", "sha256:lock", "sha256:one", same))),
+             with_envs("cpu", identities(("tf", "sha256:lock", "sha256:one", {**same, "alpha": "1.0"}))),
+             with_envs("old", None)]  # an envcheck that says nothing of its envs: in no list
+    compared = fleet_of("check", nodes).summary()["envs"]["tf"]
+    ids = [n.node.id for n in nodes]
+    assert compared["digests"] == {"sha256:one": ids[:3]} and compared["locks"] == {"sha256:lock": ids[:3]}
+    assert compared["differ"] == [{"node_id": ids[2], "hostname": "node",
+                                   "packages": {"alpha": {"node": "1.0", "others": "2.0"}}}]
+    assert not compared["same"] and compared["missing"] == []
+    text = fleet_view(fleet_of("check", nodes))
+    assert f"node {ids[2][:8]} (node) differs: alpha 1.0 (others 2.0)" in text
+
+    alike = fleet_of("check", nodes[:2]).summary()["envs"]["tf"]
+    assert alike["same"] and alike["digests"] == {"sha256:one": ids[:2]}
+    assert "env tf: the same on every node (sha256:one)" in fleet_view(fleet_of("check", nodes[:2]))
+
+    two = [with_envs("a", identities(("tf", None, "sha256:one", same), ("pt", None, None, {"torch": "2.10.0"})), "doctor"),
+           with_envs("b", identities(("tf", None, "sha256:two", same)), "doctor")]
+    summary = fleet_of("doctor", two).summary()["envs"]
+    assert summary["tf"]["digests"] == {"sha256:one": [two[0].node.id], "sha256:two": [two[1].node.id]}
+    assert not summary["tf"]["same"] and summary["tf"]["differ"] == []  # same packages, other files
+    assert summary["pt"]["missing"] == [two[1].node.id] and summary["pt"]["digests"] == {"none": [two[0].node.id]}
+
+
+def test_doctor_and_check_say_which_envs_they_looked_at():
+    gate = judge("tf", report("tf", PASSED).to_json(), True, False, 0)
+    assert envs_of(gate) is None  # judged alone: no env facts
+    gate.identity = {"name": "tf", "lock": None, "digest": "sha256:x", "packages": {"a": "1"}}
+    assert envs_of(gate) == [gate.identity]
+    told = diagnosis(report("tf", PASSED), [])
+    told.envs = identities(("tf", None, "sha256:x", {}), ("pt", "sha256:l", "sha256:y", {}))
+    assert [e["name"] for e in envs_of(told)] == ["tf", "pt"]

@@ -13,6 +13,7 @@ made-up answers, in test_envelope.py; here, what needs the real cluster.
 """
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
 import os
@@ -251,6 +252,47 @@ def test_validate_stores_what_each_nodes_gate_answers_from(cluster, provisioned)
     for label, node in by_label(gate.json()).items():
         assert (node["report"]["cached"], node["report"]["report"]["created"]) == (
             True, nodes[label]["report"]["reports"][0]["created"]), label
+
+
+LOCKED = """title = "locked stand-in"
+kind = "cpu"
+framework = "tensorflow"
+packages = ["tensorflow-cpu==2.21.0", "beta"]
+"""
+
+
+def test_one_lock_gives_every_node_the_same_digest_and_a_drifted_node_is_named(cluster, wheelhouse, provisioned,
+                                                                              extra_node):
+    """Issue 21: provisioned from one lock, every node's env has one digest; a real `pip install`
+    on one node is named by the next `fleet check` and `fleet doctor`, node and package."""
+    extra_node("spare")
+    preset, lock = cluster.work / "locked.toml", cluster.work / "pylock.toml"
+    preset.write_text(LOCKED)
+    made = subprocess.run([sys.executable, "-m", "envcheck", "env", "lock", "--preset-file", str(preset), "-o",
+                           str(lock), *offline(wheelhouse)], capture_output=True, text=True, timeout=300,
+                          env=clean_env(ENVCHECK_HOME=str(cluster.work / "home-builder")))
+    assert made.returncode == 0, made.stderr
+    nodes = ("--nodes", "fleet-node=a100,fleet-node=cpu,fleet-node=spare")  # t4's envcheck 0.0.9 knows no locks
+    r = fleet(cluster, "provision", *nodes, "--lock", str(lock), "--name", "locked", "--no-smoke",
+              *offline(wheelhouse), "--json")
+    assert r.code == 0, r.err + r.out
+    compared = fleet(cluster, "check", *nodes, "--env", "locked", "--json").json()["summary"]["envs"]["locked"]
+    assert compared["same"] and len(compared["digests"]) == 1 and len(next(iter(compared["digests"].values()))) == 3
+    assert list(compared["locks"]) == [f"sha256:{hashlib.sha256(lock.read_bytes()).hexdigest()}"]
+
+    env_python = cluster.work / "home-cpu" / "envs" / "locked" / "bin" / "python"
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(env_python), "install", "--no-index",
+                          "--find-links", str(wheelhouse), "alpha==1.0"], capture_output=True, text=True,
+                         env=clean_env(PIP_CONFIG_FILE=os.devnull), timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    checked = fleet(cluster, "check", *nodes, "--env", "locked", "--json")
+    document = checked.json()
+    cpu = by_label(document)["cpu"]
+    assert checked.code == 1 and cpu["verdict"] == "not-ready" and cpu["problem"].startswith("drifted since validation")
+    (differs,) = document["summary"]["envs"]["locked"]["differ"]
+    assert differs["node_id"] == cpu["node_id"] and differs["packages"] == {"alpha": {"node": "1.0", "others": "2.0"}}
+    doctor = fleet(cluster, "doctor", *nodes, "--no-smoke")
+    assert f"node {cpu['node_id'][:8]}" in doctor.out and "differs: alpha 1.0 (others 2.0)" in doctor.out
 
 
 def test_a_node_whose_envcheck_refuses_the_options_is_an_error_with_its_own_message(cluster, provisioned):

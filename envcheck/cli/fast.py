@@ -97,7 +97,7 @@ def _stored_pass(root: str, given: dict):
         max_age = parse_age(given.get("max_age", DEFAULT_MAX_AGE))
     except (ValueError, UsageError):  # the full path says what is wrong with it
         return None, None
-    from ..envs.metadata import env_python, installed_packages
+    from ..envs.metadata import env_python, identity, installed_packages
     from ..host.library import facts_without_nvml
     from ..paths import MANIFEST_NAME, REPORT_NAME
     from ..validation import freshness
@@ -115,11 +115,12 @@ def _stored_pass(root: str, given: dict):
         health = level1()
         facts = host_fingerprint(health.host)
     python = env_python(env_dir)
+    packages = installed_packages(env_dir)
     state = "ready" if manifest.get("state") == "ready" and os.path.exists(python) else "not ready"
     python_version = (manifest.get("python") or {}).get("version") if isinstance(manifest.get("python"), dict) else None
     current = freshness.fingerprint(env_dir, python=python, manifest=os.path.join(env_dir, MANIFEST_NAME),
                                     python_version=python_version, state=state,
-                                    packages=installed_packages(env_dir), host=facts,
+                                    packages=packages, host=facts,
                                     lock=(manifest.get("lock") or {}).get("digest")
                                     if isinstance(manifest.get("lock"), dict) else None)
     if state != "ready" or not freshness.answers(report, current, max_age, bool(given.get("smoke"))):
@@ -134,6 +135,7 @@ def _stored_pass(root: str, given: dict):
     if not answer.ready:
         return None, health
     answer = with_health(answer, health, needs_gpu(answer, require_gpu, min_gpus))
+    answer.identity = identity(name, manifest, packages)
     return answer, health
 
 

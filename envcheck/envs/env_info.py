@@ -49,6 +49,11 @@ class EnvInfo:
     def preset(self) -> dict[str, Any]:
         return self.manifest.get("preset") or {}
 
+    def identity(self) -> dict[str, Any]:
+        """What the fleet compares between nodes: the env's lock digest and content digest (as
+        made; ``envs.verify``) and the packages installed now."""
+        return metadata.identity(self.name, self.manifest, self.packages)
+
     def to_json(self) -> dict[str, Any]:
         m = self.manifest
         return {

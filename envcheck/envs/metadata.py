@@ -85,6 +85,15 @@ def installed_packages(env: str | os.PathLike) -> dict[str, str]:
     return dict(sorted(packages.items()))
 
 
+def identity(name: str, manifest: dict, packages: dict[str, str]) -> dict:
+    """What the fleet compares of one env between nodes (``EnvInfo.identity``): its lock's
+    digest and its content digest, as the manifest records them (``envs.verify``), and the
+    packages installed now. Here, beside the scan, for the gate's stored-pass answer."""
+    lock = manifest.get("lock")
+    return {"name": name, "lock": lock.get("digest") if isinstance(lock, dict) else None,
+            "digest": manifest.get("digest"), "packages": packages}
+
+
 def requirements(env: str | os.PathLike) -> dict[str, list[str]]:
     """{canonical name: its ``Requires-Dist`` lines} of every distribution, in one pass."""
     found: dict[str, list[str]] = {}

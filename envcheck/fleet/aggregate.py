@@ -14,8 +14,9 @@ same command on that node would. Exit 0 when every node asked is ready, or at le
 
 The summary: the count of each verdict, the distinct driver versions and GPU models the nodes
 measured, the distinct envcheck versions (and each node whose version differs from this
-envcheck's), and the envs ready on every node asked (``None`` for ``gpu``, which doesn't
-speak of envs). The fleet's own envelope (``envelope()``): not-ready with fewer ready nodes
+envcheck's), the envs ready on every node asked (``None`` for ``gpu``, which doesn't
+speak of envs), and each env the nodes' commands looked at grouped by its digests, with the
+nodes and packages that differ (``envs.compare_envs``). The fleet's own envelope (``envelope()``): not-ready with fewer ready nodes
 than needed, degraded when enough are but one is degraded or not ready, else ready.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 from ..results import Result, envelope
 from .cluster import Node
 from .dispatch import Outcome
+from .envs import compare_envs
 from .health import HEALTH_VERDICTS
 from .reading import OK_VERDICTS, Reading, read
 
@@ -49,6 +51,7 @@ class NodeReport:
     report: dict[str, Any] | None = None
     health: str = "unknown"  # the node's level-1 verdict, from its envelope (fleet.health)
     drain: list[dict[str, Any]] = field(default_factory=list)  # its GPUs to drain
+    envs: list[dict[str, Any]] | None = None  # the envs its command looked at, as EnvInfo.identity
 
     @property
     def ready(self) -> bool:
@@ -82,7 +85,7 @@ def node_report(command: str, outcome: Outcome) -> NodeReport:
         driver_version=host.get("driver_version"),
         gpu_models=sorted({g.get("name") for g in host.get("gpus") or [] if g.get("name")}),
         ready_envs=reading.ready_envs, seconds=outcome.seconds, report=answer.get("document"),
-        health=reading.health, drain=reading.drain)
+        health=reading.health, drain=reading.drain, envs=reading.envs)
 
 
 @dataclass
@@ -153,7 +156,8 @@ class FleetResult(Result):
                 "envs_ready_everywhere": self.envs_ready_everywhere(),
                 "health": {v.replace("-", "_"): sum(n.health == v for n in self.nodes) for v in HEALTH_VERDICTS},
                 "drain": [{"node_id": n.node.id, "address": n.node.address, "hostname": n.hostname, **d}
-                          for n in self.nodes for d in n.drain]}
+                          for n in self.nodes for d in n.drain],
+                "envs": compare_envs(self.nodes)}
 
     def body(self) -> dict[str, Any]:
         return {"command": self.command, "args": self.args, "address": self.address,

@@ -35,6 +35,7 @@ class Reading:
     ready_envs: list[str] | None = None  # None: the command doesn't speak of envs (gpu)
     health: str = "unknown"  # the node's level-1 verdict (``health.HEALTH_VERDICTS``)
     drain: list[dict[str, Any]] = field(default_factory=list)  # its GPUs to drain
+    envs: list[dict[str, Any]] | None = None  # the envs its command looked at (EnvInfo.identity)
 
 
 def read(command: str, answer: dict[str, Any]) -> Reading:
@@ -60,9 +61,10 @@ def read(command: str, answer: dict[str, Any]) -> Reading:
                        UPGRADE_FIX.format(python=python))
     envs = found.get("ready_envs")
     health, drain = node_health(found)
+    looked_at = (found.get("node") or {}).get("envs") if isinstance(found.get("node"), dict) else None
     return Reading(found["verdict"], _text(found.get("problem")), _text(found.get("fix")),
                    [e for e in envs if isinstance(e, str)] if isinstance(envs, list) else None,
-                   health, drain)
+                   health, drain, [e for e in looked_at if isinstance(e, dict)] if isinstance(looked_at, list) else None)
 
 
 def split_error(line: str | None) -> tuple[str | None, str | None]:

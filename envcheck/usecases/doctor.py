@@ -24,6 +24,7 @@ class Diagnosis(Result):
     selection: Selection
     report: Report | None
     next_steps: list[str] = field(default_factory=list)
+    envs: list[dict[str, Any]] = field(default_factory=list)  # each env as the fleet compares it
 
     @property
     def ok(self) -> bool:
@@ -38,7 +39,7 @@ class Diagnosis(Result):
         has none); not-ready with no env to validate. The node: the host read, and the level-1
         health of the chosen env's validation."""
         first_step = self.next_steps[0] if self.next_steps else None
-        facts = node(self.host.facts(), node_health([self.report.health if self.report else None]))
+        facts = node(self.host.facts(), node_health([self.report.health if self.report else None]), self.envs)
         if self.report is None:
             return envelope("not-ready", "no env to validate", first_step, [], facts)
         verdict = self.report.verdict
@@ -85,4 +86,5 @@ def doctor(session: Session, *, smoke: bool = True, timeout: float | None = None
     if selection.chosen:
         report = session.validate_and_store(session.store.get(selection.chosen), smoke=smoke,
                                             timeout=timeout, progress=progress, level=level)
-    return Diagnosis(session.host, selection, report, _next_steps(session, selection, report, framework))
+    return Diagnosis(session.host, selection, report, _next_steps(session, selection, report, framework),
+                     [info.identity() for info in session.store.list()])

@@ -52,6 +52,7 @@ class GateResult(Result):
         self.age_s, self.gpus_usable, self.report = age_s, gpus_usable, report or {}
         self.health = health  # level 1 read now (validation.health's section), None: not needed
         self.health_problem: tuple | None = None  # (problem, fix) of a degraded health
+        self.identity: dict | None = None  # the env as the fleet compares it (EnvInfo.identity)
 
     @property
     def exit_code(self) -> int:
@@ -61,7 +62,8 @@ class GateResult(Result):
         """Ready: the stored report's verdict (ready or degraded), the env ready; else not-ready
         with the gate's reason and fix. The node: the host its report read, and the level-1
         health read now (else its report's)."""
-        facts = node(node_host(self.report.get("host")), node_health([self.health or self.report.get("health")]))
+        facts = node(node_host(self.report.get("host")), node_health([self.health or self.report.get("health")]),
+                     [self.identity] if self.identity else None)
         if not self.ready:
             return envelope("not-ready", self.reason, self.fix, [], facts)
         if self.health_problem is not None:
@@ -135,23 +137,23 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
     max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
     session.want_level1()
     info = session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
+    stored = StoredReport.load(session.home, info.name) if level > 1 else None
+    smoke = smoke or level >= 3
     if level == 1:
         report = session.validate_and_store(info, smoke=False, level=1)
         result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
-        return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
-    smoke = smoke or level >= 3
-    stored = StoredReport.load(session.home, info.name)
-    if stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
+    elif stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
             and stored.data.get("level", 2) >= level:
         result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
     elif stored is not None and info.state == "ready" and (drift := _drift(session, info.name)) is not None:
-        return GateResult(info.name, False, False, f"drifted since validation: {drift.summary()}",
-                          f"envcheck env verify {info.name} names what changed; packages go in with envcheck env add "
-                          f"(which records them), anything else: recreate the env", stored.age_s,
-                          int(stored.data.get("gpus_usable") or 0), stored.data)
+        result = GateResult(info.name, False, False, f"drifted since validation: {drift.summary()}",
+                            f"envcheck env verify {info.name} names what changed; packages go in with envcheck env "
+                            f"add (which records them), anything else: recreate the env", stored.age_s,
+                            int(stored.data.get("gpus_usable") or 0), stored.data)
     else:
         report = session.validate_and_store(info, smoke=smoke, level=level)
         result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+    result.identity = info.identity()
     return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
 
 

@@ -51,4 +51,22 @@ def _common(result: Any) -> list[str]:
     envs = summary["envs_ready_everywhere"]
     if envs is not None:
         lines.append(f"envs ready on every node: {', '.join(envs) or 'none'}")
+    for name, compared in (summary.get("envs") or {}).items():
+        lines += _env_lines(name, compared)
+    return lines
+
+
+def _env_lines(name: str, compared: dict[str, Any]) -> list[str]:
+    """An env that is not the same on every node: its digests, and what differs where."""
+    if compared["same"]:
+        (digest,) = compared["digests"]
+        return [f"env {name}: the same on every node ({digest[:19]})"]
+    lines = [f"env {name}: " + "; ".join(f"{digest[:19]} on {len(ids)} node(s) ({', '.join(i[:8] for i in ids)})"
+                                          for digest, ids in compared["digests"].items())]
+    if compared["missing"]:
+        lines.append(f"  missing on: {', '.join(i[:8] for i in compared['missing'])}")
+    for node in compared["differ"]:
+        changes = ", ".join(f"{p} {v['node'] or 'absent'} (others {v['others'] or 'absent'})"
+                            for p, v in node["packages"].items())
+        lines.append(f"  node {node['node_id'][:8]} ({node['hostname'] or '-'}) differs: {changes}")
     return lines
