@@ -15,14 +15,17 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+def write_bytes(path: Path, data: bytes, mode: int = 0o600, exact: bool = False) -> None:
     """Replace ``path`` with ``data`` atomically, the new file made with ``mode`` (less the
-    umask): envcheck's own records private, a page the user asked for ``0o666`` as any file
-    they make. An ``OSError`` that names no file (a full disk fails the write, not the open)
+    umask, unless ``exact``: a file another user must read, node_exporter's textfile, gets
+    ``mode`` whatever the umask): envcheck's own records private, a page the user asked for
+    ``0o666`` as any file they make. The temporary file's name ends in ``.tmp``. An ``OSError`` that names no file (a full disk fails the write, not the open)
     is given ``path`` as its file name."""
     tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
+        if exact:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

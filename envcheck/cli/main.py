@@ -23,6 +23,9 @@ COMMANDS = {
     "kernel": "kernel:kernel",
     "cache": "cache:cache",
     "fleet": "fleet:fleet",
+    "metrics": "metrics:metrics",
+    "labels": "metrics:labels",
+    "serve": "serve:serve",
 }
 
 

@@ -119,3 +119,19 @@ def node_level(text: str | int) -> int:
 GPU_LEVEL = Option("--level", "level", "1: also read each GPU's level-1 health (ECC, row remapping, "
                    "PCIe link, clocks, device nodes, Xids), like dcgmi diag -r 1", None, node_level, "1")
 
+
+
+def age_or_never(text: str) -> float | None:
+    """An age (``parse_age``: 6h, 30m, 90s, 2d; > 0), or ``never``."""
+    if text.strip().lower() == "never":
+        return None
+    seconds = parse_age(text)
+    if seconds <= 0:
+        raise UsageError(f"bad age {text!r}", "give an age > 0 with s, m, h or d, e.g. 6h, or never")
+    return seconds
+
+
+# `serve`: validate each env again when its stored validation is older than this
+REVALIDATE_EVERY = Option("--revalidate-every", "revalidate_every", "also validate each env again when its "
+                          "stored validation is older than AGE (s, m, h or d; e.g. 6h)", "never",
+                          age_or_never, "AGE|never", show_default=True)

@@ -1,0 +1,160 @@
+"""The HTTP side of `envcheck serve`: ``/metrics`` and ``/healthz`` on the standard library's
+threading HTTP server, and the loop that revalidates between scrapes.
+
+A scrape reads the stored reports and the host's level-1 facts now (``usecases.readiness``,
+one NVML session) and renders them (``views.metrics``); it never validates. Scrapes and the
+loop's reads take one lock, so NVML is never initialised by two threads at once. The main
+thread runs the loop: every ``TICK_S`` it asks ``usecases.revalidation`` for an env that is
+due and runs ``envcheck validate`` for it as its child, one at a time. SIGTERM (or SIGHUP)
+reaches the main thread as ``Interrupted``: the child's group is stopped (``processes.run``),
+the server closed, and the command ends with 0; Ctrl-C the same, with 130.
+"""
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ..errors import UsageError
+from .views.metrics import CONTENT_TYPE, exposition, families
+
+TICK_S = 5.0
+
+
+class Exporter:
+    """What a scrape answers, for the env home at ``root``."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.lock = threading.Lock()
+
+    def read(self):
+        """(Readiness, HealthReport) of now, under the lock."""
+        from ..paths import Home
+        from ..usecases.readiness import readiness
+        from ..usecases.session import Session
+
+        with self.lock:
+            session = Session(Home(self.root))
+            found = readiness(session)
+            return found, session.health
+
+    def metrics(self) -> bytes:
+        return exposition(families(self.read()[0])).encode("utf-8")
+
+
+def _handler(exporter: Exporter) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                try:
+                    self._send(200, CONTENT_TYPE, exporter.metrics())
+                except Exception as exc:  # a scrape that failed says so; the exporter stays up
+                    self._send(500, "text/plain; charset=utf-8",
+                               f"envcheck: scrape failed: {type(exc).__name__}: {exc}\n".encode())
+            elif path == "/healthz":
+                self._send(200, "text/plain; charset=utf-8", b"ok\n")
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"not found: /metrics or /healthz\n")
+
+        def _send(self, status: int, kind: str, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args) -> None:  # noqa: A002: no line per scrape
+            pass
+
+    return Handler
+
+
+def listen(exporter: Exporter, bind: str, port: int) -> ThreadingHTTPServer:
+    """The server bound to ``bind``:``port`` (not yet serving); a bind that fails is a
+    UsageError (exit 2) naming the address and the fix."""
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        address_family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+
+    where = f"[{bind}]:{port}" if ":" in bind else f"{bind}:{port}"
+    try:
+        return Server((bind, port), _handler(exporter))
+    except socket.gaierror:
+        raise UsageError(f"--bind {bind!r} is no address of this host",
+                         "give an IP address of this host, e.g. 127.0.0.1 (the default) or 0.0.0.0") from None
+    except OverflowError:
+        raise UsageError(f"--port {port} is not a port", "give a port from 1 to 65535") from None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"{where} is in use", "stop what listens there, or give another --port") from None
+        if exc.errno == errno.EACCES:
+            raise UsageError(f"{where}: permission denied (ports below 1024 need root)",
+                             "give a --port from 1024 up, e.g. 9464") from None
+        raise UsageError(f"can't listen on {where}: {exc.strerror or exc}",
+                         "give an IP address of this host with --bind, e.g. 127.0.0.1") from None
+
+
+def serve(root: str, bind: str, port: int, revalidation) -> int:
+    """Serve until SIGTERM/SIGHUP (0) or Ctrl-C (130); see the module docstring."""
+    from ..processes import Interrupted, signals_interrupt
+
+    exporter = Exporter(root)
+    server = listen(exporter, bind, port)
+    host, bound = server.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    _say(f"serving http://{shown}:{bound}/metrics and /healthz ({describe(revalidation)})")
+    thread = threading.Thread(target=server.serve_forever, name="envcheck serve", daemon=True)
+    code = 0
+    with signals_interrupt():
+        try:
+            thread.start()
+            stop = threading.Event()
+            while True:
+                stop.wait(TICK_S)
+                if revalidation is not None:
+                    _revalidate(exporter, revalidation)
+        except Interrupted:
+            code = 0
+        except KeyboardInterrupt:
+            code = 130
+        finally:
+            server.shutdown()
+            server.server_close()
+    _say("stopped")
+    return code
+
+
+def _revalidate(exporter: Exporter, revalidation) -> None:
+    from ..paths import Home
+    from ..usecases.revalidation import validate_child
+
+    found, health = exporter.read()
+    due = revalidation.next(found, health)
+    if due is None:
+        return
+    _say(f"validating env {due.env} on {due.devices}: {due.why}")
+    try:
+        done = validate_child(Home(exporter.root), due)
+    except OSError as exc:
+        _say(f"could not start the validation of {due.env}: {exc}")
+        return
+    ended = "timed out" if done.timed_out else f"exit {done.returncode}"
+    _say(f"validated env {due.env} ({ended})")
+
+
+def describe(revalidation) -> str:
+    if revalidation is None:
+        return "no revalidation"
+    parts = (["when the host changes"] if revalidation.on_change else []) \
+        + ([f"every {revalidation.every:g}s"] if revalidation.every is not None else [])
+    return "revalidating " + " and ".join(parts) if parts else "no revalidation"
+
+
+def _say(line: str) -> None:
+    print(f"envcheck serve: {line}", file=sys.stderr, flush=True)
