@@ -86,5 +86,5 @@ def _number(value: float) -> str:
     dot = s.find(".")
     if d > 0 and dot > 6:
         mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1:]}".rstrip("0.")
-        return f"{mantissa}e+0{dot - 1}"
+        return f"{mantissa}e+{dot - 1:02d}"
     return s
