@@ -240,6 +240,20 @@ def test_check_answers_from_each_nodes_stored_validation(cluster, provisioned):
     assert "no-such-env" in node["problem"]
 
 
+def test_labels_gives_every_nodes_labels_from_its_stored_validations(cluster, provisioned):
+    r = fleet(cluster, "labels", "--json")
+    nodes = by_label(r.json())
+    assert set(nodes) == {"a100", "t4", "cpu"}, r.err
+    for name, node in nodes.items():
+        labels = node["report"]["labels"]
+        assert node["report"]["schema"] == "envcheck.labels/1"
+        assert labels["envcheck.io/env.standin-cpu"] in ("ready", "degraded"), labels
+        assert int(labels["envcheck.io/ready-envs"]) >= 1
+        assert ("envcheck.io/gpu-health" in labels) == (name != "cpu")
+    text = fleet(cluster, "labels")
+    assert "labels:" in text.out and "envcheck.io/env.standin-cpu=" in text.out, text.err
+
+
 def test_validate_stores_what_each_nodes_gate_answers_from(cluster, provisioned):
     r = fleet(cluster, "validate", "standin-cpu", "--no-smoke", "--json")
     assert r.code == 0, r.err

@@ -1,4 +1,4 @@
-"""`envcheck fleet doctor|gpu|validate|check|provision`: the same command on every node of a
+"""`envcheck fleet doctor|gpu|labels|validate|check|provision`: the same command on every node of a
 Ray cluster, one aggregated answer.
 
 Each subcommand takes the fleet's options, then the options of the single-host command of
@@ -22,6 +22,7 @@ from .options import GPU_LEVEL, JSON, LEVEL, Option, count, positive_seconds
 
 SUMMARIES = {
     "gpu": "The driver, its CUDA version and the GPUs of every node.",
+    "labels": "Every node's labels (envcheck labels): its envs' verdicts, ready envs and GPU health.",
     "check": "The pre-training gate on every node (answers from each node's stored validation).",
     "doctor": "Each node's GPU state, envs and selected env validated, next steps.",
     "validate": "Validate envs on every node, each holding its node's GPUs through Ray.",

@@ -44,13 +44,14 @@ def metrics(ctx, textfile: str | None) -> None:
 
 
 @click.command()
-@click.option("--format", "form", type=click.Choice(["nfd", "json"]), default="nfd", show_default=True,
-              help="nfd: a node-feature-discovery features.d file (KEY=VALUE lines); json: a versioned "
-                   "JSON document")
+@click.option("--format", "form", type=click.Choice(["nfd", "json"]), default=None,
+              help="nfd (the default): a node-feature-discovery features.d file (KEY=VALUE lines); json: "
+                   "a versioned JSON document")
+@click.option("--json", "as_json", is_flag=True, help="--format json")
 @click.option("-o", "--output", "output", metavar="FILE", default=None,
               help="write FILE atomically instead of printing")
 @pass_ctx
-def labels(ctx, form: str, output: str | None) -> None:
+def labels(ctx, form: str, as_json: bool, output: str | None) -> None:
     """Print node labels in the GPU-feature-discovery style (README: Node labels).
 
     envcheck.io/env.NAME=ready|degraded|not-ready per env, envcheck.io/ready-envs=N and
@@ -59,9 +60,11 @@ def labels(ctx, form: str, output: str | None) -> None:
     from ..usecases.node_labels import node_labels
     from ..usecases.readiness import readiness
 
+    if as_json and form == "nfd":
+        raise UsageError("--json and --format nfd are two forms of the labels", "pass one of them")
     target = _output(output) if output is not None else None
     result = node_labels(readiness(ctx.session))
-    if form == "json":
+    if form == "json" or as_json:
         import json
 
         text = json.dumps(result.to_json(), indent=2) + "\n"

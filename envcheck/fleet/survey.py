@@ -30,6 +30,7 @@ class Command:
 
 COMMANDS = {
     "gpu": Command(False, 60.0),
+    "labels": Command(False, 60.0),
     "check": Command(False, 120.0),
     "doctor": Command(False, 1800.0),
     "validate": Command(True, 3600.0),

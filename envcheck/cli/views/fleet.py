@@ -18,12 +18,21 @@ def fleet(result: Any) -> str:
         for n in bad:
             why = n.problem or n.verdict
             lines.append(f"  {n.node.describe()}: {why}" + (f"; fix: {n.fix}" if n.fix else ""))
+    if result.command == "labels":
+        lines += ["", "labels:"] + [f"  {n.node.short_id}: {_labels(n)}" for n in result.nodes]
     lines += [""] + _common(result)
     lines += [f"left out: {n.describe()} (the head, no GPUs; --include-head asks it)" for n in result.left_out]
     verdict = colour("ready") if result.ok else colour("NOT READY")
     lines.append(f"fleet: {verdict}: {result.ready_count} of {len(result.nodes)} node(s) ready, "
                  f"{result.needed} needed")
     return "\n".join(lines)
+
+
+def _labels(n: Any) -> str:
+    found = (n.report or {}).get("labels")
+    if not isinstance(found, dict):
+        return "none (no answer)"
+    return ", ".join(f"{k}={v}" for k, v in found.items()) or "none"
 
 
 def _row(n: Any) -> tuple[str, ...]:
