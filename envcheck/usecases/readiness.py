@@ -15,6 +15,7 @@ undecodable bytes replaced, URL credentials removed (``envs.indexes.redact``), l
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -102,14 +103,21 @@ class Readiness(Result):
 def readiness(session: Session) -> Readiness:
     """This node's readiness now: the session's level-1 read (one NVML session) and every env's
     stored report, judged against it."""
-    from importlib.metadata import version
-
     session.want_level1()
     health = session.health
     host = health.host
-    return Readiness(label_value(version("envcheck")), label_value(host.driver_version or "") or None,
+    return Readiness(label_value(_version()), label_value(host.driver_version or "") or None,
                      label_value(host.cuda_driver_version or "") or None, health.node_verdict,
                      [env_readiness(session, info) for info in session.store.list()], gpus(health))
+
+
+@functools.lru_cache(maxsize=1)
+def _version() -> str:
+    """envcheck's installed version (as ``--version`` says it), read once per process: the
+    exporter asks at every scrape."""
+    from importlib.metadata import version
+
+    return version("envcheck")
 
 
 def env_readiness(session: Session, info: EnvInfo) -> EnvReadiness:

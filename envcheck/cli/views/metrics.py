@@ -64,11 +64,6 @@ def exposition(found: list[Family]) -> str:
     return "".join(out)
 
 
-def metrics_text(readiness: Any) -> str:
-    """The view `envcheck metrics` prints (the text form of a ``Readiness``)."""
-    return exposition(families(readiness)).rstrip("\n")
-
-
 def _escaped(value: str) -> str:
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
