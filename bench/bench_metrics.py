@@ -3,7 +3,7 @@ memory over 1,000 scrapes, and the one-shot `envcheck metrics` against `envcheck
 --json` followed by `envcheck gpu --json`, all on the fake libnvidia-ml.so.1 of the tests
 (8 A100s), side by side on the same host.
 
-    python bench/bench_metrics.py [--runs 30] [--scrapes 1000] [--keep]
+    python bench/bench_metrics.py [--runs 30] [--scrapes 1000] [--rss-every N] [--keep]
 
 The home: one env made by envcheck from a user preset (a stand-in ``tensorflow`` wheel built
 here), copied 19 times (``cp -a``, the manifest's name rewritten), each with a stored ready
@@ -123,6 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--scrapes", type=int, default=1000)
+    parser.add_argument("--rss-every", type=int, default=0, help="also read the RSS every N scrapes")
     parser.add_argument("--keep", action="store_true", help="keep the temporary home")
     args = parser.parse_args()
     compileall.compile_dir(str(ROOT / "envcheck"), quiet=1)
@@ -146,7 +147,8 @@ def main() -> None:
             rss = {}
             for i in range(1, args.scrapes + 1):
                 scrape_ms(port)
-                if i in (100, args.scrapes):
+                if i in (1, 100, 200, 500) or i % 1000 == 0 or i == args.scrapes \
+                        or (args.rss_every and i % args.rss_every == 0):
                     rss[i] = rss_mb(exporter.pid)
         finally:
             exporter.terminate()
@@ -163,7 +165,8 @@ def main() -> None:
     print(table(scrapes, "`envcheck gpu --json`", "× gpu --json"))
     print(f"\nscrape p50 {p50:.1f} ms (target <= 50)")
     print(f"exporter RSS: {rss[100]:.1f} MB after 100 scrapes, {rss[args.scrapes]:.1f} MB after {args.scrapes} "
-          f"(growth {rss[args.scrapes] - rss[100]:+.1f} MB; target <= 60 MB, no growth)\n")
+          f"(growth {rss[args.scrapes] - rss[100]:+.1f} MB; target <= 60 MB, no growth)")
+    print("RSS (MB) after scrape N: " + ", ".join(f"{n}: {mb:.1f}" for n, mb in sorted(rss.items())) + "\n")
     print(table(one_shot, "`env list --json` + `gpu --json`", "× the pair"))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "metrics.json").write_text(json.dumps({
