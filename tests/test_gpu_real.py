@@ -211,3 +211,20 @@ def test_native_torch_ddp_one_rank_over_nccl_on_gpu0():
     assert verdict["status"] == "pass", verdict["detail"]
     assert rank.result["placed_on"] == "gpu:0" and rank.result["sizes"] == [32] * 12
     assert rank.result["loss_last"] < rank.result["loss_first"]
+
+
+def test_metrics_name_every_real_gpu_by_uuid_and_the_driver(tmp_path):
+    """`envcheck metrics` on the real driver: the driver's info gauge and each GPU's level-1
+    checks under its NVML index and UUID, as nvidia-smi lists them (an empty home: no env)."""
+    env = _env_without_cuda_vars(ENVCHECK_HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "envcheck", "metrics"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = _smi("index", "uuid", "driver_version")
+    assert 'envcheck_driver_info{cuda="' in done.stdout and f'driver="{rows[0][2]}"}} 1.0' in done.stdout
+    found = set(re.findall(r'envcheck_gpu_health\{check="ecc",gpu="(\d+)",uuid="([^"]+)"\}', done.stdout))
+    assert found == {(index, uuid) for index, uuid, _ in rows}
+    if shutil.which("promtool"):
+        checked = subprocess.run(["promtool", "check", "metrics"], input=done.stdout, capture_output=True,
+                                 text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
