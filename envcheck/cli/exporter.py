@@ -15,10 +15,15 @@ import errno
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .views.metrics import CONTENT_TYPE, exposition, families
+
+if TYPE_CHECKING:
+    from ..usecases.revalidation import Revalidation
 
 TICK_S = 5.0
 
@@ -100,7 +105,7 @@ def listen(exporter: Exporter, bind: str, port: int) -> ThreadingHTTPServer:
                          "give an IP address of this host with --bind, e.g. 127.0.0.1") from None
 
 
-def serve(root: str, bind: str, port: int, revalidation) -> int:
+def serve(root: str, bind: str, port: int, revalidation: Revalidation | None) -> int:
     """Serve until SIGTERM/SIGHUP (0) or Ctrl-C (130); see the module docstring."""
     from ..processes import Interrupted, signals_interrupt
 
@@ -114,9 +119,8 @@ def serve(root: str, bind: str, port: int, revalidation) -> int:
     with signals_interrupt():
         try:
             thread.start()
-            stop = threading.Event()
             while True:
-                stop.wait(TICK_S)
+                time.sleep(TICK_S)
                 if revalidation is not None:
                     _revalidate(exporter, revalidation)
         except Interrupted:
@@ -130,12 +134,18 @@ def serve(root: str, bind: str, port: int, revalidation) -> int:
     return code
 
 
-def _revalidate(exporter: Exporter, revalidation) -> None:
+def _revalidate(exporter: Exporter, revalidation: Revalidation) -> None:
+    """One tick: validate the env that is due, if any. A tick that fails says why on stderr
+    and the exporter goes on serving (the next tick tries again)."""
     from ..paths import Home
     from ..usecases.revalidation import validate_child
 
-    found, health = exporter.read()
-    due = revalidation.next(found, health)
+    try:
+        found, health = exporter.read()
+        due = revalidation.next(found, health)
+    except Exception as exc:
+        _say(f"no revalidation this time: {type(exc).__name__}: {exc}")
+        return
     if due is None:
         return
     _say(f"validating env {due.env} on {due.devices}: {due.why}")
@@ -148,7 +158,7 @@ def _revalidate(exporter: Exporter, revalidation) -> None:
     _say(f"validated env {due.env} ({ended})")
 
 
-def describe(revalidation) -> str:
+def describe(revalidation: Revalidation | None) -> str:
     if revalidation is None:
         return "no revalidation"
     parts = (["when the host changes"] if revalidation.on_change else []) \
