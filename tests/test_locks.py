@@ -229,8 +229,9 @@ def test_a_second_env_of_a_lock_is_linked_and_either_env_sees_an_edit(env, home,
 
 def test_an_env_of_the_same_preset_is_linked_and_no_link_installs(env, home, wheelhouse):
     assert envcheck(env, "env", "create", "p1", "--preset", "tf", *offline(wheelhouse)).code == 0
-    assert envcheck(env, "env", "create", "p2", "--preset", "tf", *offline(wheelhouse)).code == 0
+    assert envcheck(env, "env", "create", "p2", "--preset", "tf", "--installer", "pip", *offline(wheelhouse)).code == 0
     assert manifest(home, "p2")["linked_from"] == "p1"
+    assert manifest(home, "p2")["installer"] == "pip"  # its own, for its next env add, as its index
     assert envcheck(env, "env", "create", "p3", "--preset", "tf", "--no-link", *offline(wheelhouse)).code == 0
     assert manifest(home, "p3")["linked_from"] is None
     other = envcheck(env, "env", "create", "p4", "--preset", "tf", "--add", "alpha", *offline(wheelhouse))

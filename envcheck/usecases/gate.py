@@ -145,7 +145,8 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
     elif stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
             and stored.data.get("level", 2) >= level:
         result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
-    elif stored is not None and info.state == "ready" and (drift := _drift(session, info.name)) is not None:
+    elif stored is not None and stored.data.get("verdict") in ("ready", "degraded") and info.state == "ready" \
+            and (drift := _drift(session, info.name)) is not None:
         result = GateResult(info.name, False, False, f"drifted since validation: {drift.summary()}",
                             f"envcheck env verify {info.name} names what changed; packages go in with envcheck env "
                             f"add (which records them), anything else: recreate the env", stored.age_s,
@@ -159,8 +160,10 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
 
 def _drift(session: Session, name: str):
     """What changed in env ``name`` since its baseline (``envs.verify``, quick), or None when
-    nothing did or it has none to compare with: a validated env that drifted is no longer
-    the env that was validated, so it is not ready, whatever a new validation would say."""
+    nothing did or it has none to compare with: an env validated ready that drifted is no
+    longer the env that was validated, so it is not ready, whatever a new validation would
+    say. (One whose stored answer is a failure is validated again: its integrity check names
+    a missing requirement first, then the drift.)"""
     from ..envs.verify import NAME
 
     if not (session.home.env_dir(name) / NAME).is_file():
