@@ -28,16 +28,21 @@ Test seams (not user options): ``ENVCHECK_TEST_DEV_DIR``, a folder read instead 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
-
 from ..results import Result, envelope, node
 from .devnodes import CONTROL, UVM, dev_dir, node_problem
 from .findings import (COMPUTE_MODES, GPU_CHECKS, Finding, GpuInput, check_states,
                        gpu_findings, reason_names, verdict, xid_findings)
 from .level1_reads import Level1Session
-from .probe import Gpu, HostState, probe
-from .xid import KernelXid, kernel_xids, pci_key
+from .probe import probe
+from .records import new, record
+from .xid import kernel_xids, pci_key
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Mapping
+
+    from .probe import Gpu, HostState
+    from .xid import KernelXid
 
 SCHEMA = "envcheck.health/1"
 SECTION_VERSION = 1  # of the per-GPU section, which travels inside other documents
@@ -45,7 +50,7 @@ LEVEL = 1
 NODE_CHECKS = ("nvml", "device-nodes", "kernel-log")
 
 
-@dataclass
+@record
 class GpuVerdict:
     index: int
     name: str | None
@@ -65,12 +70,12 @@ class GpuVerdict:
                 "readings": self.readings}
 
 
-@dataclass
+@record
 class HealthReport(Result):
-    schema: ClassVar[str] = SCHEMA
+    schema = SCHEMA
     host: HostState
-    gpus: list[GpuVerdict] = field(default_factory=list)
-    node: list[Finding] = field(default_factory=list)
+    gpus: list[GpuVerdict] = new(list)
+    node: list[Finding] = new(list)
     kernel_log: str = "read"  # "read", or why it was not
 
     @property

@@ -10,21 +10,23 @@ session. A value NVML can't give is None with its reason in ``unavailable``, as 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from .probe import mark_failed
+from .records import new, record
 
-from .probe import HostState, mark_failed
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
-# nvml.h values, named here so the bindings' version doesn't matter.
+    from .probe import HostState
+
+    # nvml.h values, named here so the bindings' version doesn't matter.
 THRESHOLD_SHUTDOWN, THRESHOLD_SLOWDOWN = 0, 1
 EVENT_XID_CRITICAL = 0x8
 TIMEOUT = 10  # NVML_ERROR_TIMEOUT: no event came
 MAX_EVENTS = 256
 
-Reader = Callable[..., Any]  # read(missing, name, fn, *args): fn(*args), or None with the reason
 
-
-@dataclass
+@record
 class GpuReads:
     remapped_rows: dict[str, int] | None = None  # correctable, uncorrectable, pending, failure
     retired_pages_pending: bool | None = None
@@ -40,7 +42,7 @@ class GpuReads:
     compute_mode: int | None = None
     minor_number: int | None = None
     xid_events: list[int] | None = None           # None: NVML events unavailable (reason below)
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = new(dict)
 
 
 def read_gpu(pynvml: Any, handle: Any, read: Reader) -> GpuReads:
