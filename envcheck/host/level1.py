@@ -1,7 +1,7 @@
 """Level-1 health: is each GPU fit to train on, from reads only (NVML and the OS; no framework,
 no CUDA context). What ``dcgmi diag -r 1`` and the GPU operator's validator look at, and more.
 
-``level1(environ=None, *, window_s=0.0) -> HealthReport``
+``level1(environ=None, *, window_s=0.0, nvml=None) -> HealthReport``
     One NVML session (the probe's: ``probe(health=True, during=...)``) reads every GPU's facts,
     its raw health, the level-1 reads (``level1_reads``) and NVML's critical-Xid events (for
     ``window_s`` seconds; 0: those already queued); then the device nodes (``devnodes``) and
@@ -136,11 +136,14 @@ class HealthReport(Result):
         }
 
 
-def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0) -> HealthReport:
-    """Read and judge level-1 health; see the module docstring."""
+def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0,
+           nvml: Any = None) -> HealthReport:
+    """Read and judge level-1 health; see the module docstring. ``nvml``: the bindings
+    (default ``pynvml``; the gate's fast path passes ``nvml_direct``, the same answers for a
+    fraction of the import)."""
     env = os.environ if environ is None else environ
     session = Level1Session(window_s)
-    host = probe(env, health=True, during=session)
+    host = probe(env, health=True, during=session, nvml=nvml)
     xids, why_not = kernel_xids(env)
     folder = dev_dir(env)
     report = HealthReport(host, kernel_log="read" if why_not is None else why_not)
