@@ -15,7 +15,6 @@ prints for the same answer (test_envelope.py compares them).
 """
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
@@ -176,9 +175,11 @@ def _left_over(root: str, name: str) -> bool:
 
 
 def _json(path: str) -> dict | None:
+    from .jsonlite import loads  # json's text, without json's import
+
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = loads(fh.read())
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from .records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
@@ -99,12 +98,18 @@ def pci_key(bus_id: str | None) -> str | None:
 def parse(lines: list[str]) -> list[KernelXid]:
     found = []
     for line in lines:
-        match = re.search(_LINE, line) if "Xid" in line else None
+        match = _search(line) if "Xid" in line else None
         if match:
             domain, bus, device, code = match.groups()
             found.append(KernelXid(f"{(domain or '0000')[-4:]}:{bus}:{device}".lower(),
                                    int(code), line[match.start():].strip()))
     return found
+
+
+def _search(line: str):
+    import re  # only for a line naming an Xid: the gate's fast path imports no re otherwise
+
+    return re.search(_LINE, line)
 
 
 def kernel_xids(environ: Mapping[str, str]) -> tuple[list[KernelXid] | None, str | None]:
