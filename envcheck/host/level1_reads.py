@@ -5,12 +5,13 @@ as raw values, in the probe's NVML session (``probe(during=...)``). No judgement
 ``GpuReads`` holds, per GPU, remapped rows, retired pages pending, the PCIe link (current and
 maximum generation and width), the PCIe replay counter read twice (at the start and at the end
 of the session), clock event reasons, the slowdown and shutdown temperatures, compute mode, the
-minor number (``/dev/nvidia<minor>``) and the critical-Xid events NVML delivered during the
-session. A value NVML can't give is None with its reason in ``unavailable``, as in the probe.
+minor number (``/dev/nvidia<minor>``), the NVLink links active and their version (level 3's
+all-reduce expectation: ``validation.figures``) and the critical-Xid events NVML delivered
+during the session. A value NVML can't give is None with its reason in ``unavailable``, as in the probe.
 """
 from __future__ import annotations
 
-from .probe import mark_failed
+from .probe import GPU_FATAL, mark_failed
 from .records import new, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
@@ -24,6 +25,7 @@ THRESHOLD_SHUTDOWN, THRESHOLD_SLOWDOWN = 0, 1
 EVENT_XID_CRITICAL = 0x8
 TIMEOUT = 10  # NVML_ERROR_TIMEOUT: no event came
 MAX_EVENTS = 256
+MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS; a GPU answers INVALID_ARGUMENT past its last link
 
 
 @record
@@ -41,6 +43,8 @@ class GpuReads:
     temperature_shutdown_c: int | None = None
     compute_mode: int | None = None
     minor_number: int | None = None
+    nvlink_links: int | None = None               # active NVLink links; 0: none (no NVLink)
+    nvlink_version: int | None = None             # nvmlNvlinkVersion_t: 4 = NVLink 3.0 (A100)
     xid_events: list[int] | None = None           # None: NVML events unavailable (reason below)
     unavailable: dict[str, str] = new(dict)
 
@@ -73,7 +77,34 @@ def read_gpu(pynvml: Any, handle: Any, read: Reader) -> GpuReads:
                                         THRESHOLD_SHUTDOWN)
     reads.compute_mode = read(missing, "compute_mode", pynvml.nvmlDeviceGetComputeMode, handle)
     reads.minor_number = read(missing, "minor_number", pynvml.nvmlDeviceGetMinorNumber, handle)
+    _nvlink(pynvml, handle, read, reads)
     return reads
+
+
+def _nvlink(pynvml: Any, handle: Any, read: Reader, reads: GpuReads) -> None:
+    """The active NVLink links and the first one's version; 0 links where NVML says the GPU
+    has no NVLink (NOT_SUPPORTED on link 0, as a PCIe card answers)."""
+    tried: dict[str, str] = {}
+    first = read(tried, "nvlink_links", pynvml.nvmlDeviceGetNvLinkState, handle, 0)
+    if first is None:
+        if tried.get("nvlink_links") == "not supported on this GPU":
+            reads.nvlink_links = 0
+        else:
+            reads.unavailable.update(tried)
+        return
+    states = [first]
+    for link in range(1, MAX_NVLINKS):
+        try:
+            states.append(pynvml.nvmlDeviceGetNvLinkState(handle, link))
+        except pynvml.NVMLError as exc:
+            if exc.value in GPU_FATAL:
+                raise
+            break  # past the GPU's last link
+    active = [link for link, state in enumerate(states) if state]
+    reads.nvlink_links = len(active)
+    if active:
+        reads.nvlink_version = read(reads.unavailable, "nvlink_version",
+                                    pynvml.nvmlDeviceGetNvLinkVersion, handle, active[0])
 
 
 def _clock_reasons(pynvml: Any, handle: Any, read: Reader, missing: dict[str, str]) -> Any:

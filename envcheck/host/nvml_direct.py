@@ -309,6 +309,14 @@ def nvmlDeviceGetMinorNumber(handle) -> int:
     return _out("nvmlDeviceGetMinorNumber", handle)
 
 
+def nvmlDeviceGetNvLinkState(handle, link: int) -> int:
+    return _out("nvmlDeviceGetNvLinkState", handle, c_uint, c_uint(link))
+
+
+def nvmlDeviceGetNvLinkVersion(handle, link: int) -> int:
+    return _out("nvmlDeviceGetNvLinkVersion", handle, c_uint, c_uint(link))
+
+
 # -- events ------------------------------------------------------------------------------------
 
 def nvmlEventSetCreate() -> c_void_p:
