@@ -430,10 +430,25 @@ def test_gpu_facts_come_from_the_probe_and_the_level_1_readings():
 
     host = NS(gpus=[NS(index=0, name="NVIDIA L4", memory_free_mib=22000),
                     NS(index=3, name="Tesla T4", memory_free_mib=None)])
-    health = NS(gpus=[NS(index=3, readings={"pcie_max_gen": 3, "pcie_max_width": 16})])
+    health = NS(gpus=[NS(index=3, readings={"pcie_max_gen": 3, "pcie_max_width": 16, "nvlink_links": 0,
+                                            "nvlink_version": None})])
     devices = [Device("cpu", 0, 0), Device("gpu", 0, 1), Device("gpu", 3, 0)]
 
     facts = gpu_facts(devices, host, health)
 
     assert facts == {"gpu:1": GpuFacts("NVIDIA L4", None, None, 22000 << 20),
-                     "gpu:0": GpuFacts("Tesla T4", 3, 16, None)}
+                     "gpu:0": GpuFacts("Tesla T4", 3, 16, None, nvlink_links=0)}
+
+
+def test_level1_reads_the_nvlink_links_the_all_reduce_is_judged_by(fake_nvml):
+    """The fake's H100 with 18 NVLink 4.0 links, a PCIe card answering NOT_SUPPORTED (no NVLink)
+    and a driver without the function (n/a, with why), through the real pynvml."""
+    code = ("import json; from envcheck.host.level1 import level1; "
+            "print(json.dumps([g.readings for g in level1().gpus]))")
+    for omit, expected in (((), [(18, 6), (0, None)]), (("nvmlDeviceGetNvLinkState",), [(None, None)] * 2)):
+        env = fake_nvml.env(["NVIDIA H100 80GB HBM3,9.0,81559,nvlink=18/6", "NVIDIA L4,8.9,23034"], omit=omit)
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        readings = json.loads(proc.stdout)
+        assert [(r["nvlink_links"], r["nvlink_version"]) for r in readings] == expected, proc.stderr
+        if omit:
+            assert "lacks the function" in readings[0]["unavailable"]["nvlink_links"]
