@@ -112,7 +112,9 @@ def _stored_pass(root: str, given: dict):
         from ..host.level1 import level1
         from ..host.probe import host_fingerprint
 
-        health = level1(nvml=nvml_direct)  # pynvml's answers without its 14 ms import
+        # pynvml's answers without its 14 ms import; watching on: should the full path validate,
+        # NVML's Xid events and the replay counters are watched through its run
+        health = level1(nvml=nvml_direct, watch=True)
         facts = host_fingerprint(health.host)
     python = env_python(env_dir)
     packages = installed_packages(env_dir)

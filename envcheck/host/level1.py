@@ -104,6 +104,30 @@ class HealthReport(Result):
     def findings(self) -> list[Finding]:
         return self.node + [f for g in self.gpus for f in g.findings]
 
+    @property
+    def watching(self) -> bool:
+        """Read with ``watch=True`` and not closed: NVML's events still come in."""
+        judged = getattr(self, "_judged", None)
+        return judged is not None and judged[0].watching
+
+    def catch_up(self) -> bool:
+        """With ``watch``: the Xid events and replay counters since the read (or the last
+        catch-up) taken in, and every GPU judged again. True when a GPU's findings changed."""
+        if not self.watching:
+            return False
+        before = [g.findings for g in self.gpus]
+        self._judged[0].catch_up()
+        _judge_gpus(self)
+        return [g.findings for g in self.gpus] != before
+
+    def close(self) -> bool:
+        """``catch_up`` one last time, then stop watching (NVML shut down). Idempotent."""
+        changed = self.catch_up()
+        judged = getattr(self, "_judged", None)
+        if judged is not None:
+            judged[0].close()
+        return changed
+
     def gpu_section(self, index: int) -> dict[str, Any] | None:
         """The ``health`` section of GPU ``index`` (versioned), or None for no such GPU."""
         return next((g.to_json() for g in self.gpus if g.index == index), None)
@@ -137,18 +161,34 @@ class HealthReport(Result):
 
 
 def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0,
-           nvml: Any = None) -> HealthReport:
+           nvml: Any = None, watch: bool = False) -> HealthReport:
     """Read and judge level-1 health; see the module docstring. ``nvml``: the bindings
     (default ``pynvml``; the gate's fast path passes ``nvml_direct``, the same answers for a
-    fraction of the import)."""
+    fraction of the import). ``watch``: keep watching NVML's critical-Xid events and the PCIe
+    replay counters after the read, in the same NVML session, until ``close()`` (at the
+    latest when the process exits): ``catch_up()`` judges the GPUs again with what came since
+    (a validation calls it after its run)."""
     env = os.environ if environ is None else environ
-    session = Level1Session(window_s)
+    session = Level1Session(window_s, watch=watch)
     host = probe(env, health=True, during=session, nvml=nvml)
     xids, why_not = kernel_xids(env)
     folder = dev_dir(env)
     report = HealthReport(host, kernel_log="read" if why_not is None else why_not)
     report.node = _node_findings(host, folder, xids, why_not)
-    for gpu in host.gpus:
+    report._judged = (session, xids, why_not, folder)
+    _judge_gpus(report)
+    if session.watching:
+        import atexit
+
+        atexit.register(session.close)
+    return report
+
+
+def _judge_gpus(report: HealthReport) -> None:
+    """Each GPU's findings, verdict, checks and readings, from the session's reads."""
+    session, xids, why_not, folder = report._judged
+    report.gpus = []
+    for gpu in report.host.gpus:
         mine = None if xids is None else [x for x in xids if x.pci == pci_key(gpu.pci_bus_id)]
         reads = session.reads.get(gpu.index) if gpu.status == "ok" else None
         found = gpu_findings(GpuInput(gpu, reads, mine, why_not, folder))
@@ -157,7 +197,6 @@ def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0,
             gpu.index, gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.visible,
             verdict(found + blocking), found, _checks(found, reads is not None),
             _readings(gpu, reads, mine)))
-    return report
 
 
 def _checks(found: list[Finding], read: bool) -> dict[str, str]:

@@ -123,17 +123,27 @@ def _clock_reasons(pynvml: Any, handle: Any, read: Reader, missing: dict[str, st
 class Level1Session:
     """``probe(during=session)``: reads each answering GPU, watches NVML's critical-Xid events
     for ``window_s`` (0: only those already queued), then reads the replay counters again. A
-    GPU lost meanwhile is marked as the probe marks it, and the others stand."""
+    GPU lost meanwhile is marked as the probe marks it, and the others stand.
 
-    def __init__(self, window_s: float = 0.0):
+    ``watch=True``: the NVML session stays open after the read, its event set registered
+    (``__call__`` returns True: the probe leaves the shutdown to it), so the work that follows
+    (a validation's run, its smoke fit included) is watched too: ``catch_up()`` takes the
+    events queued since and reads the replay counters again (a counter rising during the run
+    is rising; a GPU lost meanwhile is marked lost); ``close()`` catches up one last time, frees
+    the event set and shuts NVML down. NVML is initialised once either way."""
+
+    def __init__(self, window_s: float = 0.0, watch: bool = False):
         self.window_ms = max(0, int(window_s * 1000))
         self.reads: dict[int, GpuReads] = {}
+        self.watch = watch
+        self._open: tuple | None = None  # (pynvml, gpus, handles, event set or None, read)
 
-    def __call__(self, pynvml: Any, state: HostState, read: Reader) -> None:
+    def __call__(self, pynvml: Any, state: HostState, read: Reader) -> bool:
         gpus = {g.index: g for g in state.gpus if g.status == "ok"}
         handles = self._each(pynvml, gpus, {}, lambda i, _: self._first(pynvml, i, read))
         created: dict[str, str] = {}
         event_set = read(created, "xid_events", pynvml.nvmlEventSetCreate)
+        kept = False
         if event_set is None:
             for reads in self.reads.values():
                 reads.unavailable.update(created)
@@ -141,11 +151,46 @@ class Level1Session:
             try:
                 self._each(pynvml, gpus, handles, lambda i, h: self._register(
                     pynvml, read, h, event_set, self.reads[i]))
-                self._drain(pynvml, event_set)
+                self._drain(pynvml, event_set, self.window_ms)
+                kept = self.watch
             finally:
-                _free(pynvml, event_set)
+                if not kept:
+                    _free(pynvml, event_set)
         self._each(pynvml, gpus, handles, lambda i, h: self._replay_again(pynvml, read, h,
                                                                           self.reads[i]))
+        if self.watch:
+            self._open = (pynvml, gpus, handles, event_set if kept else None, read)
+        return self.watch
+
+    @property
+    def watching(self) -> bool:
+        return self._open is not None
+
+    def catch_up(self) -> None:
+        """The events queued since the last look and the replay counters now (see above)."""
+        if self._open is None:
+            return
+        pynvml, gpus, handles, event_set, read = self._open
+        if event_set is not None:
+            self._drain(pynvml, event_set, 0)
+        self._each(pynvml, gpus, handles, lambda i, h: self._replay_again(pynvml, read, h,
+                                                                          self.reads[i]))
+
+    def close(self) -> None:
+        """Catch up, then free the event set and shut NVML down (once; later calls do nothing)."""
+        if self._open is None:
+            return
+        try:
+            self.catch_up()
+        finally:
+            pynvml, _, _, event_set, _ = self._open
+            self._open = None
+            if event_set is not None:
+                _free(pynvml, event_set)
+            try:
+                pynvml.nvmlShutdown()
+            except pynvml.NVMLError:
+                pass  # everything is read; a failing shutdown changes nothing in it
 
     def _each(self, pynvml: Any, gpus: dict, handles: dict[int, Any],
               step: Callable[[int, Any], Any]) -> dict[int, Any]:
@@ -179,9 +224,8 @@ class Level1Session:
             reads.pcie_replay_counter_after = read({}, "pcie_replay_counter",
                                                    pynvml.nvmlDeviceGetPcieReplayCounter, handle)
 
-    def _drain(self, pynvml: Any, event_set: Any) -> None:
-        """Every event queued (waiting ``window_ms`` for the first), up to ``MAX_EVENTS``."""
-        timeout = self.window_ms
+    def _drain(self, pynvml: Any, event_set: Any, timeout: int) -> None:
+        """Every event queued (waiting ``timeout`` ms for the first), up to ``MAX_EVENTS``."""
         for _ in range(MAX_EVENTS):
             try:
                 event = pynvml.nvmlEventSetWait_v2(event_set, timeout)

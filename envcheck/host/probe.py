@@ -227,8 +227,9 @@ def probe(environ: Mapping[str, str] | None = None, *, health: bool = False,
           nvml: Any = None) -> HostState:
     """Read driver, CUDA and GPU facts through NVML; see the module docstring. ``during``
     (level-1 health, ``level1.py``) reads more in the same NVML session, after the GPUs were
-    read: ``during(pynvml, state, read)``, ``read`` being the field reader GPUs are read with.
-    ``nvml``: the bindings (default ``pynvml``; ``nvml_direct`` answers the same names)."""
+    read: ``during(pynvml, state, read)``, ``read`` being the field reader GPUs are read with;
+    when it returns True it keeps the session open and shuts NVML down itself (level 1
+    watching a validation's run). ``nvml``: the bindings (default ``pynvml``; ``nvml_direct`` answers the same names)."""
     env = os.environ if environ is None else environ
     cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
     if not library_loads():
@@ -241,12 +242,14 @@ def probe(environ: Mapping[str, str] | None = None, *, health: bool = False,
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
         return _failed(exc, cvd, order)
+    kept = False
     try:
         state = _read_host(pynvml, cvd, order, health)
         if during is not None and state.ok:
-            during(pynvml, state, partial(_field, pynvml))
+            kept = bool(during(pynvml, state, partial(_field, pynvml)))
     finally:
-        _shutdown(pynvml)
+        if not kept:
+            _shutdown(pynvml)
     if state.ok:
         state.warnings += mark_visible(state.gpus, cvd) + order_warnings(state.gpus, order, cvd)
     return state
