@@ -181,6 +181,40 @@ def test_check_rereads_level1_no_cache(gpu_env, home, tmp_path):
     assert text.code == 0 and "warning: health: GPU 0: clock event reason active: hw-slowdown" in text.out
 
 
+def stored_with_health(home: Path, status: str) -> None:
+    """Env pt's stored report a pass but for its health check, which says ``status`` (what
+    level 1 found when it was validated), with its verdict and health section to match."""
+    stored_pass(home)
+    path = home / "envs" / "pt" / "envcheck-report.json"
+    data = json.loads(path.read_text())
+    health = next(c for c in data["checks"] if c["id"] == "health")
+    health.update(status=status, summary="GPU 0: a row remapping is pending (old)", fix="reset it (old)")
+    data["verdict"] = {"fail": "not-ready", "warn": "degraded"}[status]
+    data["health"].update(verdict=data["verdict"], host_verdict=data["verdict"])
+    path.write_text(json.dumps(data))
+
+
+def test_a_stored_reports_health_neither_fails_nor_passes_the_gate(gpu_env, home):
+    """Level 1 is read now for the gate; the stored report's health section and check, from
+    when it was validated, decide nothing: a GPU is reset, or fails, between two jobs."""
+    assert gpu_env([A100], "validate", "pt", "--no-smoke").code == 1
+    stored_with_health(home, "warn")  # degraded then, healthy now: ready, from the stored pass
+    for spelling in (("--env", "pt"), ("--env=pt",)):  # the stored-pass answer, and click's path
+        now = gpu_env([A100], "check", *spelling, "--require-gpu", "--json")
+        assert now.code == 0, now.err
+        doc = now.json()
+        assert doc["cached"] and doc["health"]["verdict"] == "ready" and doc["envelope"]["verdict"] == "ready"
+        assert doc["envelope"]["problem"] is None
+    stored_with_health(home, "fail")  # not-ready then: that failure does not answer; validated again
+    again = gpu_env([A100], "check", "--env", "pt", "--require-gpu", "--json")
+    doc = again.json()
+    assert not doc["cached"] and "old" not in (doc["reason"] + (doc["fix"] or ""))
+    assert doc["health"]["verdict"] == "ready"
+    stored_pass(home)  # and a stored pass, health pass, doesn't pass a GPU that is faulty now
+    bad = gpu_env([A100 + ",cmode=2"], "check", "--env", "pt", "--require-gpu", "--json")
+    assert bad.code == 1 and bad.json()["reason"].startswith("health: GPU 0: compute mode: prohibited")
+
+
 def test_check_level1_alone(gpu_env):
     assert gpu_env([A100], "check", "--env", "pt", "--level", "1", "--require-gpu").code == 0
     bad = gpu_env([A100 + ",xid=79"], "check", "--env", "pt", "--level", "1", "--json")
