@@ -1,12 +1,16 @@
 """Level-1 health: is each GPU fit to train on, from reads only (NVML and the OS; no framework,
 no CUDA context). What ``dcgmi diag -r 1`` and the GPU operator's validator look at, and more.
 
-``level1(environ=None, *, window_s=0.0, nvml=None) -> HealthReport``
+``level1(environ=None, *, window_s=0.0, nvml=None, watch=False) -> HealthReport``
     One NVML session (the probe's: ``probe(health=True, during=...)``) reads every GPU's facts,
     its raw health, the level-1 reads (``level1_reads``) and NVML's critical-Xid events (for
     ``window_s`` seconds; 0: those already queued); then the device nodes (``devnodes``) and
     the kernel log's Xids since boot (``xid``) are read and everything is judged
-    (``findings``). Never raises for NVML trouble: a failed NVML is a node finding.
+    (``findings``). Never raises for NVML trouble: a failed NVML is a node finding. ``nvml``:
+    the bindings (``pynvml``, or ``nvml_direct`` on the gate's fast path). ``watch``: the
+    session stays open, its Xid events registered, until ``close()`` (at exit at the latest):
+    ``catch_up()`` takes in the events and replay counters since and judges the GPUs again
+    (a validation, after its run: Xids and replays while the framework ran are found too).
 ``HealthReport``
     ``host`` (the ``HostState`` read on the way: use it as the command's probe), ``gpus``
     (``GpuVerdict`` per NVML GPU: ``index``, ``verdict``, ``findings``, ``checks``: each of
