@@ -13,8 +13,9 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..results import OK_VERDICTS, Result, envelope, node, node_host
+from ..results import OK_VERDICTS, Result, envelope, node, node_host, verdict_of_statuses
 from ..validation import freshness
+from ..validation.health import CHECK_ID as HEALTH_CHECK
 from ..validation.health import node_health
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
@@ -59,16 +60,18 @@ class GateResult(Result):
         return 0 if self.ready else 1
 
     def envelope(self) -> dict:
-        """Ready: the stored report's verdict (ready or degraded), the env ready; else not-ready
-        with the gate's reason and fix. The node: the host its report read, and the level-1
-        health read now (else its report's)."""
+        """Ready: the report's verdict without its health check (ready or degraded: health
+        counts as read now, never as stored), or degraded by the health read now; else
+        not-ready with the gate's reason and fix. The node: the host its report read, and the
+        level-1 health read now (else its report's, as facts only: it decides nothing here)."""
         facts = node(node_host(self.report.get("host")), node_health([self.health or self.report.get("health")]),
                      [self.identity] if self.identity else None)
         if not self.ready:
             return envelope("not-ready", self.reason, self.fix, [], facts)
         if self.health_problem is not None:
             return envelope("degraded", *self.health_problem, [self.env], facts)
-        verdict = self.report.get("verdict")
+        verdict = verdict_of_statuses(c.get("status") for c in self.report.get("checks") or []
+                                      if isinstance(c, dict) and c.get("id") != HEALTH_CHECK)
         return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env], node_facts=facts)
 
     def body(self) -> dict:
