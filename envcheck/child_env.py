@@ -37,10 +37,11 @@ this module through ``host``, and pays for no pathlib there).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Mapping, Sequence
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the gate's fast path
+if TYPE_CHECKING:      # imports this module (host.visibility reads PCI_ORDER)
     from pathlib import Path
+    from typing import Mapping, Sequence
 
 __all__ = ["PCI_ORDER", "PURPOSES", "STRIPPED", "child_environ", "clean_environ", "env_environ",
            "venv_of", "wheel_library_dirs"]

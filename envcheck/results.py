@@ -23,6 +23,14 @@ HEALTH_VERDICTS = ("ready", "degraded", "not-ready", "no-gpu")  # a node's level
 HOST_SCHEMA = "envcheck.host/1"  # the host facts ``node`` carries (``host.probe.HostState``)
 
 
+def verdict_of_statuses(statuses) -> str:
+    """A report's verdict from its checks' statuses: not-ready with a failure, degraded with a
+    warning, else ready (``validation.reports.verdict_of``; the gate reads stored reports'
+    statuses with it)."""
+    statuses = set(statuses)
+    return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
+
+
 def node(host: dict | None = None, health: dict | None = None, envs: list | None = None) -> dict:
     """The node a command was asked on, as its envelope carries it: ``host``, the
     ``envcheck.host/1`` facts the command read (None: it read none); ``health``, the node's

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,6 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started in the background by a script (`cmd &` without job control) inherits SIGINT
+# ignored, and so would every envcheck the tests start: the Ctrl-C tests would wait for an
+# interrupt that can't arrive. A handler here (reset to the default at exec) gives the children
+# the disposition a terminal gives them. Ignoring SIGINT stays envcheck's users' right.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass

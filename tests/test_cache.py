@@ -72,8 +72,9 @@ def test_info_then_clean_leaves_envs_working(cli, home: Path, made: Path, wheelh
 
 def test_clean_bounds_out_while_an_install_runs(home: Path, made: Path, slow_links, cli) -> None:
     url, requested, release = slow_links
+    # env dl, made from tiny, is an intact twin: --no-link, or other would be linked, not installed
     install = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "env", "create", "other", "--preset", "tiny",
+        [sys.executable, "-m", "envcheck", "env", "create", "other", "--preset", "tiny", "--no-link",
          "--no-index", "--find-links", url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=clean_env(ENVCHECK_HOME=str(home)))
     try:

@@ -52,6 +52,7 @@ HEALTHY = [
     ("A100 app Xids 13/31/43", A100, [13, 31, 43], "ready", "xid-31"),
     ("A100 app Xid event 43", A100 + ",xid=43", [], "ready", "xid-43"),
     ("H100 without NVML events", H100 + ",events=na", [], "ready", "xid-events-na"),
+    ("H100 SXM with 18 NVLink 4.0 links", H100 + ",nvlink=18/6", [], "ready", None),
 ]
 FAULTS = [
     ("volatile uncorrected ECC", A100 + ",ecc=2/2", [], "not-ready", "ecc-uncorrected-volatile"),

@@ -305,6 +305,56 @@ def test_unmeasured_and_failed_figures_are_never_a_pass():
     assert json.dumps([f.to_json() for f in judged])  # the report's JSON
 
 
+def allreduce(value: float, gpus: dict, devices=("gpu:0", "gpu:1")) -> Figure:
+    figure = {"value": value, "unit": "GB/s", "how": "stand-in", "error": None, "skipped": None}
+    return judge({d: {} for d in devices}, gpus, multi={"allreduce": figure})[-1]
+
+
+def test_allreduce_busbw_is_judged_against_nvlink_or_the_pcie_links():
+    h100 = GpuFacts("NVIDIA H100 80GB HBM3", 5, 16, 80 << 30, nvlink_links=18, nvlink_version=6)
+    rule = table()["allreduce"]
+    nvlink = 18 * 25.0 * rule["nvlink"]["healthy_fraction"]  # 450 GB/s a direction: 360 expected
+    pcie = 1.969 * 16 * table()["pcie"]["healthy_fraction"] * rule["pcie_efficiency"]  # gen4 x16: ~19 GB/s
+    sxm = {"gpu:0": h100, "gpu:1": h100}
+    no_nvlink = GpuFacts("NVIDIA A100 80GB PCIe", 4, 16, nvlink_links=0)
+
+    healthy = allreduce(300.0, sxm)
+    link_down = allreduce(40.0, sxm)  # what the ring gets once NVLink falls back to PCIe
+    on_pcie = allreduce(18.0, {"gpu:0": no_nvlink, "gpu:1": no_nvlink})
+    slow_pcie = allreduce(6.0, {"gpu:0": no_nvlink, "gpu:1": no_nvlink})
+    mixed = allreduce(18.0, {"gpu:0": h100, "gpu:1": no_nvlink})  # one GPU without NVLink: PCIe
+
+    assert (healthy.verdict, healthy.expectation) == ("pass", pytest.approx(nvlink))
+    assert "NVLink: 18 links per GPU, 450 GB/s per direction" in healthy.why
+    assert link_down.verdict == "degraded" and link_down.floor == pytest.approx(nvlink * rule["degraded_below"])
+    assert "all-reduce over gpu:0,gpu:1 is slow for its interconnect" in link_down.cause
+    assert "nvidia-smi nvlink -s" in link_down.action and "NCCL_P2P_DISABLE" in link_down.action
+    assert (on_pcie.verdict, on_pcie.expectation) == ("pass", pytest.approx(pcie, abs=1e-3))
+    assert "PCIe (no NVLink on every GPU)" in on_pcie.why
+    assert slow_pcie.verdict == "degraded"
+    assert mixed.expectation == pytest.approx(on_pcie.expectation, abs=1e-3)
+    checks = figure_checks([healthy, link_down])
+    assert [(c.id, c.status) for c in checks] == [("figure-allreduce", "warn")]
+
+
+def test_allreduce_without_its_interconnect_read_or_on_cpus_has_no_expectation():
+    unread = allreduce(100.0, {"gpu:0": A100, "gpu:1": A100})  # NVLink not read (an older NVML)
+    unknown = allreduce(100.0, {d: GpuFacts("X", 4, 16, nvlink_links=4, nvlink_version=99)
+                                for d in ("gpu:0", "gpu:1")})
+    cpus = allreduce(3.0, {}, devices=("cpu:0", "cpu:1"))
+
+    assert (unread.verdict, unread.expectation) == ("n/a", None) and "not read" in unread.why
+    assert unknown.verdict == "n/a" and "NVLink version [99] is not in the table" in unknown.why
+    assert (cpus.verdict, cpus.expectation, cpus.why) == ("n/a", None, NO_CPU_EXPECTATION)
+    assert cpus.value == 3.0  # shown all the same, never a pass
+    assert [c.status for c in figure_checks([unread, cpus])] == ["skip"]
+
+
+def test_every_nvlink_version_nvml_names_up_to_5_has_its_link_figure():
+    per_link = table()["allreduce"]["nvlink"]["per_link_gb_s"]
+    assert set(per_link) == {str(v) for v in range(1, 8)} and per_link["6"] * 18 == 450.0
+
+
 @pytest.mark.parametrize("name, model", [
     ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA A100 80GB PCIe", "A100"),
     ("NVIDIA H100 80GB HBM3", "H100 SXM5"), ("NVIDIA H100 PCIe", "H100 PCIe"),
@@ -380,10 +430,25 @@ def test_gpu_facts_come_from_the_probe_and_the_level_1_readings():
 
     host = NS(gpus=[NS(index=0, name="NVIDIA L4", memory_free_mib=22000),
                     NS(index=3, name="Tesla T4", memory_free_mib=None)])
-    health = NS(gpus=[NS(index=3, readings={"pcie_max_gen": 3, "pcie_max_width": 16})])
+    health = NS(gpus=[NS(index=3, readings={"pcie_max_gen": 3, "pcie_max_width": 16, "nvlink_links": 0,
+                                            "nvlink_version": None})])
     devices = [Device("cpu", 0, 0), Device("gpu", 0, 1), Device("gpu", 3, 0)]
 
     facts = gpu_facts(devices, host, health)
 
     assert facts == {"gpu:1": GpuFacts("NVIDIA L4", None, None, 22000 << 20),
-                     "gpu:0": GpuFacts("Tesla T4", 3, 16, None)}
+                     "gpu:0": GpuFacts("Tesla T4", 3, 16, None, nvlink_links=0)}
+
+
+def test_level1_reads_the_nvlink_links_the_all_reduce_is_judged_by(fake_nvml):
+    """The fake's H100 with 18 NVLink 4.0 links, a PCIe card answering NOT_SUPPORTED (no NVLink)
+    and a driver without the function (n/a, with why), through the real pynvml."""
+    code = ("import json; from envcheck.host.level1 import level1; "
+            "print(json.dumps([g.readings for g in level1().gpus]))")
+    for omit, expected in (((), [(18, 6), (0, None)]), (("nvmlDeviceGetNvLinkState",), [(None, None)] * 2)):
+        env = fake_nvml.env(["NVIDIA H100 80GB HBM3,9.0,81559,nvlink=18/6", "NVIDIA L4,8.9,23034"], omit=omit)
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        readings = json.loads(proc.stdout)
+        assert [(r["nvlink_links"], r["nvlink_version"]) for r in readings] == expected, proc.stderr
+        if omit:
+            assert "lacks the function" in readings[0]["unavailable"]["nvlink_links"]

@@ -109,6 +109,39 @@ def test_bad_level_is_one_line_exit_2(gpu_env):
         assert len(lines) == 1 and "--level" in lines[0] and "give 1" in lines[0], got.err
 
 
+# -- NVML's Xid events and the replay counters are watched through the whole run --------------
+
+def test_an_xid_event_or_replays_during_the_run_are_caught_and_classified(gpu_env, tmp_path):
+    """The fake delivers the Xid only after the level-1 read's own wait (xidlate=1) and steps the
+    replay counter only from its third read (the level-1 read reads it twice): what arrives
+    while the env's framework runs. `gpu --level 1` (its read alone) sees neither."""
+    for spec, finding, effect in ((A100 + ",xid=79,xidlate=1", "xid-79", "not-ready"),
+                                  (A100 + ",replay=10+5@3", "pcie-replay-rising", "degraded"),
+                                  (A100 + ",xid=43,xidlate=1", "xid-43", "info")):
+        alone = gpu_env([spec], "gpu", "--level", "1", "--json")
+        assert alone.code == 0 and alone.json()["gpus"][0]["findings"] == [], alone.out
+        run = gpu_env([spec], "validate", "pt", "--json", "--no-smoke")  # the framework runs to list GPUs
+        [report] = run.json()["reports"]
+        [gpu] = report["health"]["gpus"]
+        found = {f["id"]: f for f in gpu["findings"]}
+        assert found[finding]["effect"] == effect, gpu["findings"]
+        health = next(c for c in report["checks"] if c["id"] == "health")
+        if effect == "not-ready":
+            assert report["health"]["verdict"] == "not-ready" and health["status"] == "fail"
+            assert "Xid 79 reported by NVML during the check" in health["summary"]
+            assert "fallen off the bus" in found[finding]["cause"] and "reboot" in found[finding]["action"]
+            assert report["health"]["drain"] == [{"gpu": 0, "uuid": gpu["uuid"], "finding": "xid-79"}]
+            # the gate validating again (its stored report is no pass): level 1 read on its fast
+            # path through nvml_direct, watched through the full path's run
+            gate = gpu_env([spec], "check", "--env", "pt", "--require-gpu", "--json")
+            assert gate.code == 1 and not gate.json()["cached"]
+            assert "xid-79" in [f["id"] for g in gate.json()["health"]["gpus"] for f in g["findings"]]
+        elif effect == "degraded":
+            assert health["status"] == "warn" and "rose from 10 to 15" in health["summary"]
+        else:  # an application's Xid: listed, the GPU stays ready
+            assert gpu["verdict"] == "ready" and gpu["checks"]["xid-events"] == "info"
+
+
 # -- the gate re-reads level 1 every time it needs a GPU ----------------------------------------
 
 def stored_pass(home: Path) -> None:
@@ -146,6 +179,40 @@ def test_check_rereads_level1_no_cache(gpu_env, home, tmp_path):
     assert "hw-slowdown" in slow.json()["envelope"]["problem"]
     text = gpu_env([A100 + ",clocks=0x8"], "check", "--env", "pt", "--require-gpu")
     assert text.code == 0 and "warning: health: GPU 0: clock event reason active: hw-slowdown" in text.out
+
+
+def stored_with_health(home: Path, status: str) -> None:
+    """Env pt's stored report a pass but for its health check, which says ``status`` (what
+    level 1 found when it was validated), with its verdict and health section to match."""
+    stored_pass(home)
+    path = home / "envs" / "pt" / "envcheck-report.json"
+    data = json.loads(path.read_text())
+    health = next(c for c in data["checks"] if c["id"] == "health")
+    health.update(status=status, summary="GPU 0: a row remapping is pending (old)", fix="reset it (old)")
+    data["verdict"] = {"fail": "not-ready", "warn": "degraded"}[status]
+    data["health"].update(verdict=data["verdict"], host_verdict=data["verdict"])
+    path.write_text(json.dumps(data))
+
+
+def test_a_stored_reports_health_neither_fails_nor_passes_the_gate(gpu_env, home):
+    """Level 1 is read now for the gate; the stored report's health section and check, from
+    when it was validated, decide nothing: a GPU is reset, or fails, between two jobs."""
+    assert gpu_env([A100], "validate", "pt", "--no-smoke").code == 1
+    stored_with_health(home, "warn")  # degraded then, healthy now: ready, from the stored pass
+    for spelling in (("--env", "pt"), ("--env=pt",)):  # the stored-pass answer, and click's path
+        now = gpu_env([A100], "check", *spelling, "--require-gpu", "--json")
+        assert now.code == 0, now.err
+        doc = now.json()
+        assert doc["cached"] and doc["health"]["verdict"] == "ready" and doc["envelope"]["verdict"] == "ready"
+        assert doc["envelope"]["problem"] is None
+    stored_with_health(home, "fail")  # not-ready then: that failure does not answer; validated again
+    again = gpu_env([A100], "check", "--env", "pt", "--require-gpu", "--json")
+    doc = again.json()
+    assert not doc["cached"] and "old" not in (doc["reason"] + (doc["fix"] or ""))
+    assert doc["health"]["verdict"] == "ready"
+    stored_pass(home)  # and a stored pass, health pass, doesn't pass a GPU that is faulty now
+    bad = gpu_env([A100 + ",cmode=2"], "check", "--env", "pt", "--require-gpu", "--json")
+    assert bad.code == 1 and bad.json()["reason"].startswith("health: GPU 0: compute mode: prohibited")
 
 
 def test_check_level1_alone(gpu_env):

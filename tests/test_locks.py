@@ -229,8 +229,9 @@ def test_a_second_env_of_a_lock_is_linked_and_either_env_sees_an_edit(env, home,
 
 def test_an_env_of_the_same_preset_is_linked_and_no_link_installs(env, home, wheelhouse):
     assert envcheck(env, "env", "create", "p1", "--preset", "tf", *offline(wheelhouse)).code == 0
-    assert envcheck(env, "env", "create", "p2", "--preset", "tf", *offline(wheelhouse)).code == 0
+    assert envcheck(env, "env", "create", "p2", "--preset", "tf", "--installer", "pip", *offline(wheelhouse)).code == 0
     assert manifest(home, "p2")["linked_from"] == "p1"
+    assert manifest(home, "p2")["installer"] == "pip"  # its own, for its next env add, as its index
     assert envcheck(env, "env", "create", "p3", "--preset", "tf", "--no-link", *offline(wheelhouse)).code == 0
     assert manifest(home, "p3")["linked_from"] is None
     other = envcheck(env, "env", "create", "p4", "--preset", "tf", "--add", "alpha", *offline(wheelhouse))
@@ -333,3 +334,41 @@ def test_clone_says_when_files_cannot_be_linked(tmp_path):
         assert list(target.iterdir()) == []
     finally:
         shutil.rmtree(source)
+
+
+@pytest.mark.slow
+def test_the_real_tensorflow_cpu_preset_locked_made_validated_then_drifted_by_pip(tf_home, tmp_path):
+    """The real thing end to end: `env lock` of the tensorflow-cpu env through uv (the package
+    index), an env made from that lock by uv with every hash checked, clean by `env verify`
+    (both modes) and ready with a real Keras fit; then a real `pip install` of another six
+    into it is named by `env verify`, and `check` answers "drifted since validation"."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cache").symlink_to(tf_home / "cache", target_is_directory=True)  # uv's cache: warm
+    env = clean_env(ENVCHECK_HOME=str(home))
+    path = tmp_path / "pylock.toml"
+    made = envcheck(clean_env(ENVCHECK_HOME=str(tf_home)), "env", "lock", "tf", "-o", str(path))
+    assert made.code == 0, made.err
+    text = path.read_text()
+    assert 'name = "tensorflow-cpu"' in text and "sha256" in text and "[tool.envcheck]" in text
+
+    created = envcheck(env, "env", "create", "locked", "--lock", str(path))
+    assert created.code == 0, created.err
+    record = manifest(home, "locked")
+    assert record["lock"]["digest"].startswith("sha256:") and "tensorflow-cpu" in record["packages"]
+    for mode in ((), ("--hashes",)):
+        clean = envcheck(env, "env", "verify", "locked", "--json", *mode)
+        assert clean.code == 0 and clean.json()["clean"] and clean.json()["checked"] > 10_000, clean.out
+    validated = envcheck(env, "validate", "locked", "--devices", "cpu", "--json")
+    assert validated.code == 0 and validated.json()["reports"][0]["verdict"] == "ready", validated.out
+
+    python = home / "envs" / "locked" / "bin" / "python"
+    before = record["packages"]["six"]
+    other = "1.16.0" if before != "1.16.0" else "1.15.0"
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                          f"six=={other}"], capture_output=True, text=True, env=clean_env())
+    assert pip.returncode == 0, pip.stderr
+    drift = envcheck(env, "env", "verify", "locked", "--json")
+    assert drift.code == 1 and drift.json()["packages"]["changed"] == {"six": {"from": before, "to": other}}
+    gate = envcheck(env, "check", "--env", "locked", "--json")
+    assert gate.code == 1 and gate.json()["reason"].startswith("drifted since validation"), gate.out

@@ -166,19 +166,45 @@ def test_a_current_pass_answers_the_gate(home_of):
     assert answer.envelope()["node"]["host"]["driver_version"] == "550.54.15"
 
 
-def test_a_package_installed_behind_envcheck_misses_then_the_new_answer_is_stored(home_of):
-    session = home_of()
-    written(session, "tf")
-    site = next(session.store.get("tf").path.glob("lib/python*/site-packages"))
+def _install_behind_envcheck(session: Session, name: str) -> None:
+    """A package dropped into env ``name``'s site-packages as a plain ``pip install`` would."""
+    site = next(session.store.get(name).path.glob("lib/python*/site-packages"))
     extra = site / "alpha-1.0.dist-info"
     extra.mkdir()
     (extra / "METADATA").write_text("Metadata-Version: 2.1\nName: alpha\nVersion: 1.0\n")
     (extra / "RECORD").write_text("")
-    session = home_of()  # the store reads the env again
-    first = check(session, "tf")
-    assert first.ready and not first.cached
-    assert "alpha" in StoredReport.load(session.home, "tf").fingerprint["packages"]
-    assert check(home_of(), "tf").cached
+
+
+def test_a_package_installed_behind_envcheck_is_drift_since_validation(home_of):
+    """The env recorded what was installed (its baseline): a package added behind envcheck's
+    back makes the validated env another env, so the gate says it drifted and names the
+    package, whatever a new validation would say."""
+    session = home_of()
+    written(session, "tf")
+    _install_behind_envcheck(session, "tf")
+    answer = check(home_of(), "tf")  # the store reads the env again
+    assert not answer.ready and not answer.cached
+    assert answer.reason.startswith("drifted since validation") and "alpha" in answer.reason
+    assert "envcheck env verify tf" in answer.fix
+
+
+def test_without_a_baseline_a_package_installed_behind_envcheck_misses_then_the_new_answer_is_stored(home_of):
+    """An env made before envcheck recorded baselines has nothing to drift from: the new
+    package changes the fingerprint, the gate validates again and stores that answer."""
+    session = home_of()
+    written(session, "tf")
+    baseline = session.home.env_dir("tf") / "envcheck-files.json"
+    kept = baseline.read_bytes()
+    baseline.unlink()
+    try:
+        _install_behind_envcheck(session, "tf")
+        session = home_of()
+        first = check(session, "tf")
+        assert first.ready and not first.cached
+        assert "alpha" in StoredReport.load(session.home, "tf").fingerprint["packages"]
+        assert check(home_of(), "tf").cached
+    finally:
+        baseline.write_bytes(kept)
 
 
 @pytest.mark.parametrize("host", [a100_host(driver="560.35.03"), a100_host(cvd="")],

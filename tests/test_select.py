@@ -5,7 +5,6 @@ from the fake NVML injected); the command itself (JSON on stdout, exit 1 with an
 exit 2 on a bad requirement, NVML's undecodable bytes) runs as a subprocess."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 from conftest import Result, clean_env
 from envcheck.host.probe import Gpu, HostState
+from envcheck.host.records import fields
 from envcheck.paths import Home
 from envcheck.usecases.session import Session
 from fake_nvml import A100
@@ -26,7 +26,7 @@ def envcheck(env: dict, *args: str) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-GPU_FIELDS = {f.name for f in dataclasses.fields(Gpu)}
+GPU_FIELDS = set(fields(Gpu))
 _probed: dict[tuple, HostState] = {}
 
 

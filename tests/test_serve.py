@@ -317,3 +317,23 @@ def test_labels_nfd_file_written_atomically(node, tmp_path):
     as_json = subprocess.run([sys.executable, "-m", "envcheck", "labels", "--format", "json"], env=env,
                              capture_output=True, text=True, timeout=60)
     assert json.loads(as_json.stdout)["labels"]["envcheck.io/ready-envs"] == "2"
+
+
+READS = """
+import atexit, sys
+from envcheck.paths import Home
+from envcheck.usecases.readiness import read_now
+before = atexit._ncallbacks()
+for _ in range(20):
+    found, health = read_now(Home(sys.argv[1]))
+print(len(health.gpus), health.watching, atexit._ncallbacks() - before)
+"""
+
+
+def test_a_scrape_leaves_no_nvml_session_open_behind_it(node):
+    """The exporter reads level 1 at every scrape; a command's session keeps its read watching
+    until exit, a scrape's must not (one open NVML session and exit handler per scrape)."""
+    env, home = node
+    done = subprocess.run([sys.executable, "-c", READS, str(home)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["2", "False", "0"], done.stderr

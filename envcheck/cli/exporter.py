@@ -36,15 +36,12 @@ class Exporter:
         self.lock = threading.Lock()
 
     def read(self):
-        """(Readiness, HealthReport) of now, under the lock."""
+        """(Readiness, HealthReport) of now (``usecases.readiness.read_now``), under the lock."""
         from ..paths import Home
-        from ..usecases.readiness import readiness
-        from ..usecases.session import Session
+        from ..usecases.readiness import read_now
 
         with self.lock:
-            session = Session(Home(self.root))
-            found = readiness(session)
-            return found, session.health
+            return read_now(Home(self.root))
 
     def metrics(self) -> bytes:
         return exposition(families(self.read()[0])).encode("utf-8")

@@ -13,10 +13,12 @@ needs no such pass: it escapes every control character and lone surrogate itself
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the gate's fast path
+if TYPE_CHECKING:      # renders with this module, so neither re nor json is imported on load
+    import re
 
 _COLOURS = {"ready": "32", "ok": "32", "pass": "32", "degraded": "33", "warn": "33", "WARN": "33",
             "not-ready": "31", "fail": "31", "FAIL": "31", "NOT READY": "31"}
@@ -25,12 +27,15 @@ _UNSAFE = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]"  # compiled on first use
 # colour()'s mark for a colour code, made per process so text from outside can't forge one;
 # ``safe`` keeps marks as they are and ``_painted`` turns them into escape sequences.
 _MARK = f"\x00{os.urandom(8).hex()}:"
-_MARKED = re.escape(_MARK) + r"([0-9]+)\x00"
+_MARKED = _MARK + r"([0-9]+)\x00"  # _MARK holds no character special to re (hex, ':', NUL)
 
 
 def emit_json(data: object) -> None:
-    """Write one JSON document to stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")  # one write, not one per token
+    """Write one JSON document to stdout: ``json.dumps(data, indent=2, default=str)``'s text,
+    written by ``jsonlite`` (no ``json`` import)."""
+    from .jsonlite import dumps
+
+    sys.stdout.write(dumps(data) + "\n")  # one write, not one per token
 
 
 def render(result: object, form: str):
@@ -59,6 +64,8 @@ def safe(text: str) -> str:
     """``text`` with every control character but newline and tab shown as a visible escape
     (ESC as ``\\x1b``), and every lone surrogate too: one from a byte that wasn't UTF-8
     (``surrogateescape``) as that byte (``\\xff``), any other as its code point (``\\ud800``). Safe to apply twice."""
+    import re
+
     parts = re.split(_MARKED, text)  # text, colour code, text, ...
     for i in range(0, len(parts), 2):
         parts[i] = re.sub(_UNSAFE, _escaped, parts[i])
@@ -75,6 +82,8 @@ def _escaped(match: re.Match) -> str:
 
 
 def _painted(text: str) -> str:
+    import re
+
     return re.sub(_MARKED, lambda m: f"\033[{m[1]}m", text)
 
 

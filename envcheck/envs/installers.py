@@ -137,15 +137,18 @@ class UvInstaller(Installer):
 
     def install_command(self, env_python, requirements, index):
         cmd = [self.binary() or "uv", "pip", "install", "--python", str(env_python), "--compile-bytecode"]
-        if index.extra_index_urls and not index.no_index:
-            # pip considers every index for every package; uv by default stops at the first
-            # index that has the name. Keep pip's meaning for the user's pip configuration.
-            cmd += ["--index-strategy", "unsafe-best-match"]
-        return cmd + index.args() + list(requirements)
+        return cmd + uv_index_strategy(index) + index.args() + list(requirements)
 
     def locked_command(self, env_python, hashed, index, offline):
         cmd = [self.binary() or "uv", "pip", "install", "--python", str(env_python), "--compile-bytecode", *LOCKED]
-        return cmd + (["--offline"] if offline else []) + index.args() + ["-r", str(hashed)]
+        return cmd + (["--offline"] if offline else []) + uv_index_strategy(index) + index.args() + ["-r", str(hashed)]
+
+
+def uv_index_strategy(index: IndexSettings) -> list[str]:
+    """pip considers every index for every package; uv by default stops at the first index
+    that has the name (a lock's pin found only on a later index is then "no version"). Keep
+    pip's meaning for the user's pip configuration wherever there is more than one index."""
+    return ["--index-strategy", "unsafe-best-match"] if index.extra_index_urls and not index.no_index else []
 
 
 @dataclass

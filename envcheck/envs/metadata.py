@@ -7,7 +7,6 @@ directory scan: no file is opened unless a folder name does not parse.
 from __future__ import annotations
 
 import os
-import re
 
 from ..distributions import canonical_name
 
@@ -121,6 +120,8 @@ def pins(packages: dict[str, str]) -> tuple[list[str], list[str]]:
     A dist-info folder's name can hold anything the filesystem allows (control characters,
     bytes that aren't UTF-8); only a PEP 508 name with a PEP 440 version makes a line pip reads.
     """
+    import re
+
     lines, left_out = [], []
     for name, version in packages.items():
         if re.fullmatch(_NAME, name) and _is_version(version):

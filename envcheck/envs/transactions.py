@@ -225,7 +225,7 @@ def _linked(store: EnvStore, twin: EnvInfo, target: Path, record: dict[str, Any]
         return False
     if installed_packages(target) != twin.packages:
         raise OSError(f"the files linked from env {twin.name} don't hold its packages")
-    record.update(linked_from=twin.name, installer=twin.manifest.get("installer"), index=twin.manifest.get("index"))
+    record["linked_from"] = twin.name  # installer and index stay this env's own: its next add uses them
     return True
 
 

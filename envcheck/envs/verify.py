@@ -193,13 +193,20 @@ class Drift:
 
     def summary(self) -> str:
         """One line: what drifted."""
-        parts = [f"{len(v)} package(s) {k}" for k, v in self.packages.items() if v]
+        parts = [f"{len(v)} package(s) {k} ({_named(v)})" for k, v in self.packages.items() if v]
         parts += [f"{n} file(s) {k}" for k, n in self.counts.items() if n]
         return ", ".join(parts) or "no drift"
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "clean": self.clean, "checked": self.checked, "hashed": self.hashed,
                 "packages": self.packages, "files": self.files, "counts": self.counts}
+
+
+def _named(packages: dict, shown: int = 3) -> str:
+    """The first ``shown`` package names, then how many more."""
+    names = sorted(packages)
+    more = f", +{len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def verify(env_dir: str, baseline: dict[str, Any], hashes: bool = False) -> Drift:

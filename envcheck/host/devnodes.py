@@ -13,7 +13,9 @@ node names (``nvidia<minor>``, ``nvidiactl``, ``nvidia-uvm``); it is not a user 
 from __future__ import annotations
 
 import os
-from typing import Mapping
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Mapping
 
 DEV_DIR_SEAM = "ENVCHECK_TEST_DEV_DIR"
 CONTROL, UVM = "nvidiactl", "nvidia-uvm"

@@ -10,14 +10,18 @@ measured, its cause and the action a node admin takes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
-
 from .devnodes import node_problem
 from .health import GpuHealth
-from .level1_reads import GpuReads
-from .probe import Gpu
-from .xid import KernelXid, classify
+from .records import record
+from .xid import classify
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from .level1_reads import GpuReads
+    from .probe import Gpu
+    from .xid import KernelXid
 
 EFFECTS = ("not-ready", "degraded", "info", "n/a")
 GPU_CHECKS = ("nvml", "ecc", "memory-repair", "pcie-link", "pcie-replay", "clocks",
@@ -40,7 +44,7 @@ COMPUTE_MODES = {0: "default", 1: "exclusive-thread", 2: "prohibited", 3: "exclu
 DRAIN_RESET = "drain the node and reset the GPU (`sudo nvidia-smi -r -i {i}`) or reboot"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     id: str
     check: str
@@ -74,7 +78,7 @@ def reason_names(reasons: int) -> list[str]:
     return [name for bit, name in REASON_NAMES.items() if reasons & bit]
 
 
-@dataclass
+@record
 class GpuInput:
     """What the rules read about one GPU."""
     gpu: Gpu

@@ -17,21 +17,24 @@ pasted report shows no home folder or command-line secret); None when NVML can't
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from .records import new, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 # nvml.h enums (pynvml spells them too; named here so the bindings' version doesn't matter)
 TEMPERATURE_GPU, UNCORRECTED, VOLATILE, AGGREGATE = 0, 1, 0, 1
 
 
-@dataclass
+@record
 class GpuProcess:
     pid: int
     used_memory_mib: int | None
     name: str | None = None
 
 
-@dataclass
+@record
 class GpuHealth:
     utilization_gpu_pct: int | None = None
     utilization_memory_pct: int | None = None
@@ -41,13 +44,13 @@ class GpuHealth:
     ecc_uncorrected_volatile: int | None = None
     ecc_uncorrected_aggregate: int | None = None
     processes: list[GpuProcess] | None = None
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = new(dict)
 
 
-Reader = Callable[..., Any]  # read(missing, name, fn, *args): fn(*args), or None with the reason
+# Reader: read(missing, name, fn, *args): fn(*args), or None with the reason
 
 
-def read_health(pynvml: Any, handle: Any, read: Reader) -> GpuHealth:
+def read_health(pynvml: Any, handle: Any, read: Callable[..., Any]) -> GpuHealth:
     """The health of the GPU ``handle``; ``read`` is the probe's field reader (GPU-fatal
     errors propagate through it, so a GPU lost mid-read is marked lost)."""
     health = GpuHealth()

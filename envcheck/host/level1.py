@@ -1,12 +1,16 @@
 """Level-1 health: is each GPU fit to train on, from reads only (NVML and the OS; no framework,
 no CUDA context). What ``dcgmi diag -r 1`` and the GPU operator's validator look at, and more.
 
-``level1(environ=None, *, window_s=0.0) -> HealthReport``
+``level1(environ=None, *, window_s=0.0, nvml=None, watch=False) -> HealthReport``
     One NVML session (the probe's: ``probe(health=True, during=...)``) reads every GPU's facts,
     its raw health, the level-1 reads (``level1_reads``) and NVML's critical-Xid events (for
     ``window_s`` seconds; 0: those already queued); then the device nodes (``devnodes``) and
     the kernel log's Xids since boot (``xid``) are read and everything is judged
-    (``findings``). Never raises for NVML trouble: a failed NVML is a node finding.
+    (``findings``). Never raises for NVML trouble: a failed NVML is a node finding. ``nvml``:
+    the bindings (``pynvml``, or ``nvml_direct`` on the gate's fast path). ``watch``: the
+    session stays open, its Xid events registered, until ``close()`` (at exit at the latest):
+    ``catch_up()`` takes in the events and replay counters since and judges the GPUs again
+    (a validation, after its run: Xids and replays while the framework ran are found too).
 ``HealthReport``
     ``host`` (the ``HostState`` read on the way: use it as the command's probe), ``gpus``
     (``GpuVerdict`` per NVML GPU: ``index``, ``verdict``, ``findings``, ``checks``: each of
@@ -28,16 +32,21 @@ Test seams (not user options): ``ENVCHECK_TEST_DEV_DIR``, a folder read instead 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
-
 from ..results import Result, envelope, node
 from .devnodes import CONTROL, UVM, dev_dir, node_problem
 from .findings import (COMPUTE_MODES, GPU_CHECKS, Finding, GpuInput, check_states,
                        gpu_findings, reason_names, verdict, xid_findings)
 from .level1_reads import Level1Session
-from .probe import Gpu, HostState, probe
-from .xid import KernelXid, kernel_xids, pci_key
+from .probe import probe
+from .records import new, record
+from .xid import kernel_xids, pci_key
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Mapping
+
+    from .probe import Gpu, HostState
+    from .xid import KernelXid
 
 SCHEMA = "envcheck.health/1"
 SECTION_VERSION = 1  # of the per-GPU section, which travels inside other documents
@@ -45,7 +54,7 @@ LEVEL = 1
 NODE_CHECKS = ("nvml", "device-nodes", "kernel-log")
 
 
-@dataclass
+@record
 class GpuVerdict:
     index: int
     name: str | None
@@ -65,12 +74,12 @@ class GpuVerdict:
                 "readings": self.readings}
 
 
-@dataclass
+@record
 class HealthReport(Result):
-    schema: ClassVar[str] = SCHEMA
+    schema = SCHEMA
     host: HostState
-    gpus: list[GpuVerdict] = field(default_factory=list)
-    node: list[Finding] = field(default_factory=list)
+    gpus: list[GpuVerdict] = new(list)
+    node: list[Finding] = new(list)
     kernel_log: str = "read"  # "read", or why it was not
 
     @property
@@ -98,6 +107,30 @@ class HealthReport(Result):
     @property
     def findings(self) -> list[Finding]:
         return self.node + [f for g in self.gpus for f in g.findings]
+
+    @property
+    def watching(self) -> bool:
+        """Read with ``watch=True`` and not closed: NVML's events still come in."""
+        judged = getattr(self, "_judged", None)
+        return judged is not None and judged[0].watching
+
+    def catch_up(self) -> bool:
+        """With ``watch``: the Xid events and replay counters since the read (or the last
+        catch-up) taken in, and every GPU judged again. True when a GPU's findings changed."""
+        if not self.watching:
+            return False
+        before = [g.findings for g in self.gpus]
+        self._judged[0].catch_up()
+        _judge_gpus(self)
+        return [g.findings for g in self.gpus] != before
+
+    def close(self) -> bool:
+        """``catch_up`` one last time, then stop watching (NVML shut down). Idempotent."""
+        changed = self.catch_up()
+        judged = getattr(self, "_judged", None)
+        if judged is not None:
+            judged[0].close()
+        return changed
 
     def gpu_section(self, index: int) -> dict[str, Any] | None:
         """The ``health`` section of GPU ``index`` (versioned), or None for no such GPU."""
@@ -131,16 +164,35 @@ class HealthReport(Result):
         }
 
 
-def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0) -> HealthReport:
-    """Read and judge level-1 health; see the module docstring."""
+def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0,
+           nvml: Any = None, watch: bool = False) -> HealthReport:
+    """Read and judge level-1 health; see the module docstring. ``nvml``: the bindings
+    (default ``pynvml``; the gate's fast path passes ``nvml_direct``, the same answers for a
+    fraction of the import). ``watch``: keep watching NVML's critical-Xid events and the PCIe
+    replay counters after the read, in the same NVML session, until ``close()`` (at the
+    latest when the process exits): ``catch_up()`` judges the GPUs again with what came since
+    (a validation calls it after its run)."""
     env = os.environ if environ is None else environ
-    session = Level1Session(window_s)
-    host = probe(env, health=True, during=session)
+    session = Level1Session(window_s, watch=watch)
+    host = probe(env, health=True, during=session, nvml=nvml)
     xids, why_not = kernel_xids(env)
     folder = dev_dir(env)
     report = HealthReport(host, kernel_log="read" if why_not is None else why_not)
     report.node = _node_findings(host, folder, xids, why_not)
-    for gpu in host.gpus:
+    report._judged = (session, xids, why_not, folder)
+    _judge_gpus(report)
+    if session.watching:
+        import atexit
+
+        atexit.register(session.close)
+    return report
+
+
+def _judge_gpus(report: HealthReport) -> None:
+    """Each GPU's findings, verdict, checks and readings, from the session's reads."""
+    session, xids, why_not, folder = report._judged
+    report.gpus = []
+    for gpu in report.host.gpus:
         mine = None if xids is None else [x for x in xids if x.pci == pci_key(gpu.pci_bus_id)]
         reads = session.reads.get(gpu.index) if gpu.status == "ok" else None
         found = gpu_findings(GpuInput(gpu, reads, mine, why_not, folder))
@@ -149,7 +201,6 @@ def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0) -
             gpu.index, gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.visible,
             verdict(found + blocking), found, _checks(found, reads is not None),
             _readings(gpu, reads, mine)))
-    return report
 
 
 def _checks(found: list[Finding], read: bool) -> dict[str, str]:

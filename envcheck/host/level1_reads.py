@@ -5,26 +5,30 @@ as raw values, in the probe's NVML session (``probe(during=...)``). No judgement
 ``GpuReads`` holds, per GPU, remapped rows, retired pages pending, the PCIe link (current and
 maximum generation and width), the PCIe replay counter read twice (at the start and at the end
 of the session), clock event reasons, the slowdown and shutdown temperatures, compute mode, the
-minor number (``/dev/nvidia<minor>``) and the critical-Xid events NVML delivered during the
-session. A value NVML can't give is None with its reason in ``unavailable``, as in the probe.
+minor number (``/dev/nvidia<minor>``), the NVLink links active and their version (level 3's
+all-reduce expectation: ``validation.figures``) and the critical-Xid events NVML delivered
+during the session. A value NVML can't give is None with its reason in ``unavailable``, as in the probe.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from .probe import GPU_FATAL, mark_failed
+from .records import new, record
 
-from .probe import HostState, mark_failed
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
-# nvml.h values, named here so the bindings' version doesn't matter.
+    from .probe import HostState
+
+    # nvml.h values, named here so the bindings' version doesn't matter.
 THRESHOLD_SHUTDOWN, THRESHOLD_SLOWDOWN = 0, 1
 EVENT_XID_CRITICAL = 0x8
 TIMEOUT = 10  # NVML_ERROR_TIMEOUT: no event came
 MAX_EVENTS = 256
+MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS; a GPU answers INVALID_ARGUMENT past its last link
 
-Reader = Callable[..., Any]  # read(missing, name, fn, *args): fn(*args), or None with the reason
 
-
-@dataclass
+@record
 class GpuReads:
     remapped_rows: dict[str, int] | None = None  # correctable, uncorrectable, pending, failure
     retired_pages_pending: bool | None = None
@@ -39,8 +43,10 @@ class GpuReads:
     temperature_shutdown_c: int | None = None
     compute_mode: int | None = None
     minor_number: int | None = None
+    nvlink_links: int | None = None               # active NVLink links; 0: none (no NVLink)
+    nvlink_version: int | None = None             # nvmlNvlinkVersion_t: 4 = NVLink 3.0 (A100)
     xid_events: list[int] | None = None           # None: NVML events unavailable (reason below)
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = new(dict)
 
 
 def read_gpu(pynvml: Any, handle: Any, read: Reader) -> GpuReads:
@@ -71,7 +77,34 @@ def read_gpu(pynvml: Any, handle: Any, read: Reader) -> GpuReads:
                                         THRESHOLD_SHUTDOWN)
     reads.compute_mode = read(missing, "compute_mode", pynvml.nvmlDeviceGetComputeMode, handle)
     reads.minor_number = read(missing, "minor_number", pynvml.nvmlDeviceGetMinorNumber, handle)
+    _nvlink(pynvml, handle, read, reads)
     return reads
+
+
+def _nvlink(pynvml: Any, handle: Any, read: Reader, reads: GpuReads) -> None:
+    """The active NVLink links and the first one's version; 0 links where NVML says the GPU
+    has no NVLink (NOT_SUPPORTED on link 0, as a PCIe card answers)."""
+    tried: dict[str, str] = {}
+    first = read(tried, "nvlink_links", pynvml.nvmlDeviceGetNvLinkState, handle, 0)
+    if first is None:
+        if tried.get("nvlink_links") == "not supported on this GPU":
+            reads.nvlink_links = 0
+        else:
+            reads.unavailable.update(tried)
+        return
+    states = [first]
+    for link in range(1, MAX_NVLINKS):
+        try:
+            states.append(pynvml.nvmlDeviceGetNvLinkState(handle, link))
+        except pynvml.NVMLError as exc:
+            if exc.value in GPU_FATAL:
+                raise
+            break  # past the GPU's last link
+    active = [link for link, state in enumerate(states) if state]
+    reads.nvlink_links = len(active)
+    if active:
+        reads.nvlink_version = read(reads.unavailable, "nvlink_version",
+                                    pynvml.nvmlDeviceGetNvLinkVersion, handle, active[0])
 
 
 def _clock_reasons(pynvml: Any, handle: Any, read: Reader, missing: dict[str, str]) -> Any:
@@ -90,17 +123,27 @@ def _clock_reasons(pynvml: Any, handle: Any, read: Reader, missing: dict[str, st
 class Level1Session:
     """``probe(during=session)``: reads each answering GPU, watches NVML's critical-Xid events
     for ``window_s`` (0: only those already queued), then reads the replay counters again. A
-    GPU lost meanwhile is marked as the probe marks it, and the others stand."""
+    GPU lost meanwhile is marked as the probe marks it, and the others stand.
 
-    def __init__(self, window_s: float = 0.0):
+    ``watch=True``: the NVML session stays open after the read, its event set registered
+    (``__call__`` returns True: the probe leaves the shutdown to it), so the work that follows
+    (a validation's run, its smoke fit included) is watched too: ``catch_up()`` takes the
+    events queued since and reads the replay counters again (a counter rising during the run
+    is rising; a GPU lost meanwhile is marked lost); ``close()`` catches up one last time, frees
+    the event set and shuts NVML down. NVML is initialised once either way."""
+
+    def __init__(self, window_s: float = 0.0, watch: bool = False):
         self.window_ms = max(0, int(window_s * 1000))
         self.reads: dict[int, GpuReads] = {}
+        self.watch = watch
+        self._open: tuple | None = None  # (pynvml, gpus, handles, event set or None, read)
 
-    def __call__(self, pynvml: Any, state: HostState, read: Reader) -> None:
+    def __call__(self, pynvml: Any, state: HostState, read: Reader) -> bool:
         gpus = {g.index: g for g in state.gpus if g.status == "ok"}
         handles = self._each(pynvml, gpus, {}, lambda i, _: self._first(pynvml, i, read))
         created: dict[str, str] = {}
         event_set = read(created, "xid_events", pynvml.nvmlEventSetCreate)
+        kept = False
         if event_set is None:
             for reads in self.reads.values():
                 reads.unavailable.update(created)
@@ -108,11 +151,46 @@ class Level1Session:
             try:
                 self._each(pynvml, gpus, handles, lambda i, h: self._register(
                     pynvml, read, h, event_set, self.reads[i]))
-                self._drain(pynvml, event_set)
+                self._drain(pynvml, event_set, self.window_ms)
+                kept = self.watch
             finally:
-                _free(pynvml, event_set)
+                if not kept:
+                    _free(pynvml, event_set)
         self._each(pynvml, gpus, handles, lambda i, h: self._replay_again(pynvml, read, h,
                                                                           self.reads[i]))
+        if self.watch:
+            self._open = (pynvml, gpus, handles, event_set if kept else None, read)
+        return self.watch
+
+    @property
+    def watching(self) -> bool:
+        return self._open is not None
+
+    def catch_up(self) -> None:
+        """The events queued since the last look and the replay counters now (see above)."""
+        if self._open is None:
+            return
+        pynvml, gpus, handles, event_set, read = self._open
+        if event_set is not None:
+            self._drain(pynvml, event_set, 0)
+        self._each(pynvml, gpus, handles, lambda i, h: self._replay_again(pynvml, read, h,
+                                                                          self.reads[i]))
+
+    def close(self) -> None:
+        """Catch up, then free the event set and shut NVML down (once; later calls do nothing)."""
+        if self._open is None:
+            return
+        try:
+            self.catch_up()
+        finally:
+            pynvml, _, _, event_set, _ = self._open
+            self._open = None
+            if event_set is not None:
+                _free(pynvml, event_set)
+            try:
+                pynvml.nvmlShutdown()
+            except pynvml.NVMLError:
+                pass  # everything is read; a failing shutdown changes nothing in it
 
     def _each(self, pynvml: Any, gpus: dict, handles: dict[int, Any],
               step: Callable[[int, Any], Any]) -> dict[int, Any]:
@@ -146,9 +224,8 @@ class Level1Session:
             reads.pcie_replay_counter_after = read({}, "pcie_replay_counter",
                                                    pynvml.nvmlDeviceGetPcieReplayCounter, handle)
 
-    def _drain(self, pynvml: Any, event_set: Any) -> None:
-        """Every event queued (waiting ``window_ms`` for the first), up to ``MAX_EVENTS``."""
-        timeout = self.window_ms
+    def _drain(self, pynvml: Any, event_set: Any, timeout: int) -> None:
+        """Every event queued (waiting ``timeout`` ms for the first), up to ``MAX_EVENTS``."""
         for _ in range(MAX_EVENTS):
             try:
                 event = pynvml.nvmlEventSetWait_v2(event_set, timeout)

@@ -29,20 +29,24 @@ Stable API (compat, validate, select and the pre-training gate build on it):
 A value NVML can't give (not supported on this GPU, function absent from an older driver) is
 None with its reason in ``Gpu.unavailable``; a failing GPU (lost, needs a reset) gets its own
 status and the rest of the report stands. ``pynvml`` is imported inside ``probe()``, so
-importing this module costs nothing.
+importing this module costs nothing; ``probe(nvml=...)`` reads through other bindings of the
+same names instead (``nvml_direct``, the gate's fast path). No ``dataclasses`` or ``typing``
+(``records.py``): the gate's fast path imports this module.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ..results import HOST_SCHEMA, Result, envelope, node
 from .library import host_facts, library_loads
+from .records import as_dict, new, record
 from .visibility import mark_visible, order_warnings
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
 if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
+
     from .health import GpuHealth
 
 SCHEMA = HOST_SCHEMA
@@ -94,7 +98,7 @@ GPU_ERRORS: dict[int, tuple[str, str, str]] = {
 GPU_FATAL = frozenset({15, 16, 17})
 
 
-@dataclass
+@record
 class Gpu:
     index: int
     name: str | None = None
@@ -106,11 +110,11 @@ class Gpu:
     pci_bus_id: str | None = None
     mig_mode: str | None = None
     persistence_mode: str | None = None
-    mig_devices: list[str] = field(default_factory=list)
+    mig_devices: list[str] = new(list)
     status: str = "ok"
     problem: str | None = None
     fix: str | None = None
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = new(dict)
     visible: bool = True
     cuda_index: int | None = None
     health: GpuHealth | None = None
@@ -121,17 +125,17 @@ class Gpu:
         return self.status == "ok" and self.visible
 
 
-@dataclass
+@record
 class HostState(Result):
-    schema: ClassVar[str] = SCHEMA
+    schema = SCHEMA
     nvml_status: str
     message: str | None = None
     fix: str | None = None
     driver_version: str | None = None
     cuda_driver_version: str | None = None
     nvml_version: str | None = None
-    gpus: list[Gpu] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    gpus: list[Gpu] = new(list)
+    warnings: list[str] = new(list)
     cuda_visible_devices: str | None = None
     cuda_device_order: str | None = None
 
@@ -193,7 +197,7 @@ class HostState(Result):
 def _gpu_json(gpu: Gpu) -> dict[str, Any]:
     """The GPU's fields; ``health`` only where it was read (``probe(health=True)``), so the
     commands that don't read it keep their documents as they were."""
-    data = asdict(gpu)
+    data = as_dict(gpu)
     if gpu.health is None:
         del data["health"]
     return data
@@ -219,27 +223,33 @@ def explain_host_error(code: int, text: str) -> tuple[str, str, str]:
 
 
 def probe(environ: Mapping[str, str] | None = None, *, health: bool = False,
-          during: Callable[[Any, HostState, Callable], None] | None = None) -> HostState:
+          during: Callable[[Any, HostState, Callable], None] | None = None,
+          nvml: Any = None) -> HostState:
     """Read driver, CUDA and GPU facts through NVML; see the module docstring. ``during``
     (level-1 health, ``level1.py``) reads more in the same NVML session, after the GPUs were
-    read: ``during(pynvml, state, read)``, ``read`` being the field reader GPUs are read with."""
+    read: ``during(pynvml, state, read)``, ``read`` being the field reader GPUs are read with;
+    when it returns True it keeps the session open and shuts NVML down itself (level 1
+    watching a validation's run). ``nvml``: the bindings (default ``pynvml``; ``nvml_direct`` answers the same names)."""
     env = os.environ if environ is None else environ
     cvd, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
     if not library_loads():
         status, message, fix = explain_host_error(LIBRARY_NOT_FOUND, "NVML Shared Library Not Found")
         return HostState(status, message, fix, cuda_visible_devices=cvd, cuda_device_order=order)
-    import pynvml
-
+    if nvml is None:
+        import pynvml as nvml
+    pynvml = nvml
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
         return _failed(exc, cvd, order)
+    kept = False
     try:
         state = _read_host(pynvml, cvd, order, health)
         if during is not None and state.ok:
-            during(pynvml, state, partial(_field, pynvml))
+            kept = bool(during(pynvml, state, partial(_field, pynvml)))
     finally:
-        _shutdown(pynvml)
+        if not kept:
+            _shutdown(pynvml)
     if state.ok:
         state.warnings += mark_visible(state.gpus, cvd) + order_warnings(state.gpus, order, cvd)
     return state

@@ -2,11 +2,12 @@
 and CUDA_DEVICE_ORDER read as CUDA reads them."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
 from ..child_env import PCI_ORDER
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
 if TYPE_CHECKING:
+    from typing import Callable
+
     from .probe import Gpu
 
 

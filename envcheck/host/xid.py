@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import errno
 import os
-import re
-from dataclasses import dataclass
-from typing import Mapping
+from .records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
+if TYPE_CHECKING:
+    from typing import Mapping
 
 KERNEL_LOG_SEAM = "ENVCHECK_TEST_KERNEL_LOG"
 KMSG = "/dev/kmsg"
@@ -59,8 +61,8 @@ CLASSES: dict[int, tuple[str, str, str]] = {
 }
 CRITICAL = frozenset(code for code, (effect, _, _) in CLASSES.items() if effect == "not-ready")
 
-_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):"
-                   r"([0-9a-fA-F]{2})(?:\.[0-9a-fA-F])?\): (\d{1,4})\b")
+_LINE = (r"NVRM: Xid \((?:PCI:)?(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):"
+         r"([0-9a-fA-F]{2})(?:\.[0-9a-fA-F])?\): (\d{1,4})\b")  # compiled on first use
 
 
 def classify(code: int, index: int | None) -> tuple[str, str, str]:
@@ -72,7 +74,7 @@ def classify(code: int, index: int | None) -> tuple[str, str, str]:
     return effect, cause, action.replace("{i}", "N" if index is None else str(index))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KernelXid:
     """One ``NVRM: Xid`` line: the GPU's PCI address as the kernel wrote it, the number and
     the line itself (without the kernel's record prefix)."""
@@ -96,12 +98,18 @@ def pci_key(bus_id: str | None) -> str | None:
 def parse(lines: list[str]) -> list[KernelXid]:
     found = []
     for line in lines:
-        match = _LINE.search(line) if "Xid" in line else None
+        match = _search(line) if "Xid" in line else None
         if match:
             domain, bus, device, code = match.groups()
             found.append(KernelXid(f"{(domain or '0000')[-4:]}:{bus}:{device}".lower(),
                                    int(code), line[match.start():].strip()))
     return found
+
+
+def _search(line: str):
+    import re  # only for a line naming an Xid: the gate's fast path imports no re otherwise
+
+    return re.search(_LINE, line)
 
 
 def kernel_xids(environ: Mapping[str, str]) -> tuple[list[KernelXid] | None, str | None]:

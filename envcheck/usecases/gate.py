@@ -13,8 +13,9 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..results import OK_VERDICTS, Result, envelope, node, node_host
+from ..results import OK_VERDICTS, Result, envelope, node, node_host, verdict_of_statuses
 from ..validation import freshness
+from ..validation.health import CHECK_ID as HEALTH_CHECK
 from ..validation.health import node_health
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
@@ -59,16 +60,18 @@ class GateResult(Result):
         return 0 if self.ready else 1
 
     def envelope(self) -> dict:
-        """Ready: the stored report's verdict (ready or degraded), the env ready; else not-ready
-        with the gate's reason and fix. The node: the host its report read, and the level-1
-        health read now (else its report's)."""
+        """Ready: the report's verdict without its health check (ready or degraded: health
+        counts as read now, never as stored), or degraded by the health read now; else
+        not-ready with the gate's reason and fix. The node: the host its report read, and the
+        level-1 health read now (else its report's, as facts only: it decides nothing here)."""
         facts = node(node_host(self.report.get("host")), node_health([self.health or self.report.get("health")]),
                      [self.identity] if self.identity else None)
         if not self.ready:
             return envelope("not-ready", self.reason, self.fix, [], facts)
         if self.health_problem is not None:
             return envelope("degraded", *self.health_problem, [self.env], facts)
-        verdict = self.report.get("verdict")
+        verdict = verdict_of_statuses(c.get("status") for c in self.report.get("checks") or []
+                                      if isinstance(c, dict) and c.get("id") != HEALTH_CHECK)
         return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env], node_facts=facts)
 
     def body(self) -> dict:
@@ -145,7 +148,8 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
     elif stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
             and stored.data.get("level", 2) >= level:
         result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
-    elif stored is not None and info.state == "ready" and (drift := _drift(session, info.name)) is not None:
+    elif stored is not None and stored.data.get("verdict") in ("ready", "degraded") and info.state == "ready" \
+            and (drift := _drift(session, info.name)) is not None:
         result = GateResult(info.name, False, False, f"drifted since validation: {drift.summary()}",
                             f"envcheck env verify {info.name} names what changed; packages go in with envcheck env "
                             f"add (which records them), anything else: recreate the env", stored.age_s,
@@ -159,8 +163,10 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
 
 def _drift(session: Session, name: str):
     """What changed in env ``name`` since its baseline (``envs.verify``, quick), or None when
-    nothing did or it has none to compare with: a validated env that drifted is no longer
-    the env that was validated, so it is not ready, whatever a new validation would say."""
+    nothing did or it has none to compare with: an env validated ready that drifted is no
+    longer the env that was validated, so it is not ready, whatever a new validation would
+    say. (One whose stored answer is a failure is validated again: its integrity check names
+    a missing requirement first, then the drift.)"""
     from ..envs.verify import NAME
 
     if not (session.home.env_dir(name) / NAME).is_file():

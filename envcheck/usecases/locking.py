@@ -201,7 +201,7 @@ def _compile(session: Session, requirements: list[str], python: str, target_plat
              settings: IndexSettings, progress: Progress) -> str:
     """uv's PEP 751 lock of ``requirements`` for the target: wheels only, every hash."""
     from .. import processes
-    from ..envs.installers import UvInstaller, install_failure
+    from ..envs.installers import UvInstaller, install_failure, uv_index_strategy
 
     uv = UvInstaller()
     uv.cache_dir = session.home.uv_cache
@@ -211,9 +211,7 @@ def _compile(session: Session, requirements: list[str], python: str, target_plat
         source.write_text("\n".join(requirements) + "\n", encoding="utf-8")
         cmd = [uv.binary() or "uv", "pip", "compile", str(source), "--format", "pylock.toml", "--no-header",
                "--quiet", "--python-version", python, "--python-platform", target_platform, "--only-binary", ":all:"]
-        if settings.extra_index_urls and not settings.no_index:
-            cmd += ["--index-strategy", "unsafe-best-match"]
-        done = processes.run(cmd + settings.args(), timeout=COMPILE_TIMEOUT, env=uv.environ(settings))
+        done = processes.run(cmd + uv_index_strategy(settings) + settings.args(), timeout=COMPILE_TIMEOUT, env=uv.environ(settings))
     if done.timed_out:
         raise OperationError(f"uv took more than {COMPILE_TIMEOUT:.0f} s to resolve", "check the index, then run it again")
     if done.returncode != 0:

@@ -25,6 +25,7 @@ from ..results import OK_VERDICTS, Result, envelope
 if TYPE_CHECKING:
     from ..envs.env_info import EnvInfo
     from ..host.level1 import HealthReport
+    from ..paths import Home
     from .session import Session
 
 SCHEMA = "envcheck.readiness/1"
@@ -109,6 +110,17 @@ def readiness(session: Session) -> Readiness:
     return Readiness(label_value(_version()), label_value(host.driver_version or "") or None,
                      label_value(host.cuda_driver_version or "") or None, health.node_verdict,
                      [env_readiness(session, info) for info in session.store.list()], gpus(health))
+
+
+def read_now(home: Home) -> tuple[Readiness, HealthReport]:
+    """``readiness`` of ``home`` for a process that lives on (the exporter, once per scrape),
+    and the level-1 read it judged with. That read does not watch: a session's own read keeps
+    its NVML session open until the process exits, for a validation's run."""
+    from ..host.level1 import level1
+    from .session import Session
+
+    session = Session(home, health=level1())
+    return readiness(session), session.health
 
 
 @functools.lru_cache(maxsize=1)

@@ -99,7 +99,7 @@ class Session:
         if self._level1 is None:
             from ..host.level1 import level1
 
-            self._level1 = level1()
+            self._level1 = level1(watch=True)  # Xids and replays during a validation's run too
             if self._host is None:
                 self._host = self._level1.host
         return self._level1

@@ -1,7 +1,9 @@
 """Level 3's figures judged: what the smoke runner measured per device (``data/smoke_figures.py``:
 host<->device copy bandwidth, matmul TFLOPS, allocating most of the free memory, and the
 multi-device check's all-reduce bus bandwidth) against ``data/gpu_expectations.json`` and the
-GPU as NVML reads it (model name, PCIe link maximum, free memory).
+GPU as NVML reads it (model name, PCIe link maximum, NVLink links and version, free memory).
+The all-reduce's expectation is its interconnect's: NVLink where every GPU has it active, else
+the PCIe links' (the copy figure's expectation x the table's ``pcie_efficiency``).
 
 Each figure gets its expectation (or None, with why) and a verdict: ``pass``, ``degraded``
 (below the expectation: usable, slower; never not-ready) or ``n/a`` (no expectation: a CPU,
@@ -36,6 +38,10 @@ COPY_ACTION = ("compare the link with its maximum (`nvidia-smi -q -d PCIE`): a l
 MATMUL_ACTION = ("look for throttling and clocks held low (`nvidia-smi -q -d PERFORMANCE,CLOCK`) "
                  "and other processes on the GPU (`nvidia-smi`), then rerun; a GPU that stays "
                  "slow: drain the node and reset the GPU (`nvidia-smi -r`) or replace it")
+ALLREDUCE_ACTION = ("check the links: `nvidia-smi nvlink -s` (every link up, at its speed) and "
+                    "`nvidia-smi topo -m` (NV# between the GPUs, or PIX/PXB rather than SYS); "
+                    "unset NCCL_P2P_DISABLE / NCCL_SHM_DISABLE; run nccl-tests' all_reduce_perf "
+                    "to confirm; drain the node if a link is down")
 MEMORY_ACTION = ("find what holds the GPU's memory (`nvidia-smi --query-compute-apps=pid,"
                  "process_name,used_memory --format=csv`) and stop it; with nothing there, "
                  "drain the node and reset the GPU (`nvidia-smi -r`)")
@@ -54,6 +60,8 @@ class GpuFacts:
     pcie_max_gen: int | None = None
     pcie_max_width: int | None = None
     memory_free_bytes: int | None = None
+    nvlink_links: int | None = None  # active NVLink links (0: none); None: not read
+    nvlink_version: int | None = None  # NVML's nvmlNvlinkVersion_t
 
     @classmethod
     def from_host(cls, gpu: Any, reads: Any = None) -> GpuFacts:
@@ -62,7 +70,9 @@ class GpuFacts:
         return cls(name=getattr(gpu, "name", None),
                    pcie_max_gen=getattr(reads, "pcie_max_gen", None),
                    pcie_max_width=getattr(reads, "pcie_max_width", None),
-                   memory_free_bytes=None if free is None else int(free) << 20)
+                   memory_free_bytes=None if free is None else int(free) << 20,
+                   nvlink_links=getattr(reads, "nvlink_links", None),
+                   nvlink_version=getattr(reads, "nvlink_version", None))
 
 
 @dataclass(frozen=True)
@@ -108,7 +118,8 @@ def gpu_facts(devices: Iterable[Device], host: HostState | None,
         free = gpu.memory_free_mib
         found[device.runner_name] = GpuFacts(gpu.name, read.get("pcie_max_gen"),
                                              read.get("pcie_max_width"),
-                                             None if free is None else int(free) << 20)
+                                             None if free is None else int(free) << 20,
+                                             read.get("nvlink_links"), read.get("nvlink_version"))
     return found
 
 
@@ -142,8 +153,9 @@ def judge(devices: Mapping[str, Mapping | None], gpus: Mapping[str, GpuFacts] | 
             found.append(_judge_one(device, name, figure, gpu, facts))
     if multi and multi.get("allreduce"):
         names = ",".join(devices) or "devices"
-        found.append(_allreduce(names, multi["allreduce"], any(
-            d.startswith("gpu:") for d in devices)))
+        on_cpu = not devices or any(not d.startswith("gpu:") for d in devices)
+        found.append(_allreduce(names, multi["allreduce"], None if on_cpu else
+                                [gpus.get(d) or GpuFacts() for d in devices], facts))
     return found
 
 
@@ -248,14 +260,52 @@ def _memory(device: str, figure: Mapping, gpu: GpuFacts, facts: Mapping[str, Any
                   floor=expectation, facts=dict(figure))
 
 
-def _allreduce(devices: str, figure: Mapping, on_gpus: bool) -> Figure:
+def _allreduce(devices: str, figure: Mapping, gpus: list[GpuFacts] | None,
+               facts: Mapping[str, Any]) -> Figure:
+    """The all-reduce's busbw against its interconnect's expectation; ``gpus`` None: a CPU
+    device took part (no expectation)."""
     if figure.get("skipped") or figure.get("value") is None:
         return _na(devices, "allreduce", figure, figure.get("skipped") or figure.get("error")
                    or "not measured")
-    why = ("no all-reduce expectation yet: it depends on the interconnect (NVLink/NVSwitch or "
-           "PCIe, and the topology), which the table does not cover" if on_gpus
-           else NO_CPU_EXPECTATION)
-    return _na(devices, "allreduce", figure, why)
+    if gpus is None:
+        return _na(devices, "allreduce", figure, NO_CPU_EXPECTATION)
+    expectation, why = _interconnect(gpus, facts)
+    if expectation is None:
+        return _na(devices, "allreduce", figure, why)
+    rule = facts["allreduce"]
+    return _rated(devices, "allreduce", figure, expectation, rule["degraded_below"], why,
+                  f"all-reduce over {devices} is slow for its interconnect", ALLREDUCE_ACTION)
+
+
+def _interconnect(gpus: list[GpuFacts], facts: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(busbw expected of the GPUs' all-reduce, how it was found), or (None, why none): NVLink
+    when every GPU has links active (the fewest count), else PCIe (the slowest link)."""
+    rule = facts["allreduce"]
+    links = [g.nvlink_links for g in gpus]
+    if all(links):
+        versions = {g.nvlink_version for g in gpus}
+        per_link = [rule["nvlink"]["per_link_gb_s"].get(str(v)) for v in versions]
+        if None in per_link:
+            return None, f"NVLink version {sorted(versions, key=str)} is not in the table"
+        fewest, fraction = min(links), rule["nvlink"]["healthy_fraction"]
+        one_way = fewest * min(per_link)
+        return one_way * fraction, (f"NVLink: {fewest} links per GPU, {one_way:.3g} GB/s per "
+                                    f"direction, {fraction:.0%} of it as busbw")
+    if any(link is None for link in links):
+        unread = next(i for i, link in enumerate(links) if link is None)
+        return None, (f"GPU {unread} of the all-reduce: its NVLink links were not read (NVML), so "
+                      "its interconnect has no expectation")
+    pcie = facts["pcie"]
+    widths = [(pcie["per_lane_gb_s"].get(str(g.pcie_max_gen)), g.pcie_max_width) for g in gpus]
+    if any(lane is None or not width for lane, width in widths):
+        return None, ("the GPUs have no NVLink, and a PCIe link's maximum generation and width "
+                      "were not read (NVML), so the link has no expectation")
+    theoretical = min(lane * width for lane, width in widths)
+    efficiency = rule["pcie_efficiency"]
+    expectation = theoretical * pcie["healthy_fraction"] * efficiency
+    return expectation, (f"PCIe (no NVLink on every GPU): the slowest link {theoretical:.3g} GB/s "
+                         f"theoretical, {pcie['healthy_fraction']:.0%} of it copied, "
+                         f"{efficiency:.0%} of that as all-reduce busbw")
 
 
 def figure_checks(figures: list[Figure]) -> list[Check]:

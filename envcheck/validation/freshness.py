@@ -24,6 +24,7 @@ except ImportError:  # not CPython
     from datetime import datetime, timezone
 
 from ..envs.metadata import site_package_dirs
+from .health import CHECK_ID as HEALTH_CHECK
 
 # How deep a validation went: the quick checks only; plus the framework listing its devices
 # in the env's interpreter; plus the smoke fit. A report answers for its depth and below.
@@ -124,11 +125,20 @@ def changed(report: dict, fingerprint: dict) -> list[str]:
             if before.get(key, missing) != fingerprint.get(key, missing)]
 
 
+def failed_on_health(report: dict) -> bool:
+    """Did the report's level-1 ``health`` check fail? Health is never taken from a stored
+    report (a GPU is reset, or fails, between two jobs): such a report answers nothing, and
+    the gate validates again with level 1 read now."""
+    return any(isinstance(c, dict) and c.get("id") == HEALTH_CHECK and c.get("status") == "fail"
+               for c in report.get("checks") or [])
+
+
 def answers(report: dict | None, fingerprint: dict, max_age: float, smoke: bool) -> bool:
     """May the stored report answer? It must be of this fingerprint (``current``) and fresh. A
     pass answers when it went as deep as asked; a failure stands until a validation at least
-    as deep as it says otherwise (so a quick check never turns a failed smoke fit into "ready")."""
-    if not current(report, fingerprint):
+    as deep as it says otherwise (so a quick check never turns a failed smoke fit into "ready"),
+    unless level-1 health failed it (``failed_on_health``)."""
+    if not current(report, fingerprint) or failed_on_health(report):
         return False
     age = age_s(report)
     if age is None or not 0 <= age <= max_age:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .reports import Check
 
 SECTION_VERSION = 1
+CHECK_ID = "health"  # the check's id in a report (the gate never answers from a failed one)
 ORDER = ("not-ready", "degraded")
 WORST_FIRST = ("not-ready", "degraded", "ready", "no-gpu")  # a node's health over several sections
 
@@ -98,9 +99,9 @@ def health_check(health: HealthReport, used: list[int]) -> Check | None:
     gpus = ", ".join(str(i) for i in used)
     unread = f"; n/a: {', '.join(f'{f.check} (GPU {f.gpu})' for f in na)}" if na else ""
     if not found:
-        return Check("health", "pass", f"level 1 on GPU(s) {gpus}: no fault{unread}",
+        return Check(CHECK_ID, "pass", f"level 1 on GPU(s) {gpus}: no fault{unread}",
                      "; ".join(f"{where(f)}: {f.measured}" for f in na))
     first = found[0]
     others = "; ".join(problem(f) for f in found[1:])
-    return Check("health", "fail" if first.effect == "not-ready" else "warn", problem(first),
+    return Check(CHECK_ID, "fail" if first.effect == "not-ready" else "warn", problem(first),
                  others + unread, first.action)

@@ -65,8 +65,9 @@ class Report:
 
 
 def verdict_of(checks: list[Check]) -> str:
-    statuses = {c.status for c in checks}
-    return "not-ready" if "fail" in statuses else "degraded" if "warn" in statuses else "ready"
+    from ..results import verdict_of_statuses
+
+    return verdict_of_statuses(c.status for c in checks)
 
 
 def fingerprint(info: EnvInfo, host: HostState) -> dict[str, Any]:

@@ -237,7 +237,8 @@ def validate(info: EnvInfo, host: HostState, *, devices: DeviceSpec = "all", smo
         return _level1(ctx, started)
     progress.phase("checking host, compat, integrity, libraries")
     compat = env_checks.compat_check(ctx)
-    checks = [env_checks.host_check(ctx), *_health(ctx), compat, env_checks.integrity_check(ctx),
+    health = _health(ctx)
+    checks = [env_checks.host_check(ctx), *health, compat, env_checks.integrity_check(ctx),
               env_checks.libraries_check(ctx)]
     depth = "quick"
     if smoke and info.state == "ready":
@@ -248,6 +249,8 @@ def validate(info: EnvInfo, host: HostState, *, devices: DeviceSpec = "all", smo
     elif _gpus_to_list(ctx):
         _list_devices(ctx)
         depth = "listing"
+    if ctx.health is not None and ctx.health.catch_up():  # NVML's Xids and replays during the run
+        checks[1:1 + len(health)] = _health(ctx)
     speedup_check, speedup = smoke_checks.speedup_check(ctx)
     sees = smoke_checks.framework_gpus_check(ctx)
     if sees.status != "pass":

@@ -17,8 +17,10 @@
  *                           remap=CORR/UNC/PENDING/FAILURE rows (nvmlDeviceGetRemappedRows,
  *                           default 0/0/0/0), retired=0|1 retired pages pending (default 0),
  *                           pcie=CURGEN/MAXGEN/CURWIDTH/MAXWIDTH link (default 4/4/16/16),
- *                           replay=N[+STEP] PCIe replay counter: N, then STEP more at each
- *                           read (default 0), clocks=HEX clock event reasons, also served as
+ *                           replay=N[+STEP[@R]] PCIe replay counter: N, then STEP more at each
+ *                           read from the Rth on (default R 2: every read after the first; a
+ *                           level-1 read reads it twice, so R 3 means after the level-1 read;
+ *                           default 0), clocks=HEX clock event reasons, also served as
  *                           the older ...ThrottleReasons (default 0), tlimit=SLOW/SHUT
  *                           slowdown/shutdown temperature thresholds C (default 87/92),
  *                           cmode=0|2|3 compute mode (default, prohibited, exclusive
@@ -26,7 +28,12 @@
  *                           events=1|na NVML events supported (default 1), xid=N[+N...]
  *                           critical-Xid events queued on this GPU, each delivered once by
  *                           nvmlEventSetWait_v2 to a set it is registered in (which answers
- *                           NVML_ERROR_TIMEOUT at once when none is left)
+ *                           NVML_ERROR_TIMEOUT at once when none is left), xidlate=K the
+ *                           first K waits on a set get none of them (a level-1 read waits
+ *                           once: K 1 delivers them after it, during the run; default 0),
+ *                           nvlink=LINKS/VERSION active NVLink links and nvmlDeviceGetNvLink
+ *                           Version's answer (default na: NOT_SUPPORTED, a GPU without NVLink;
+ *                           links past LINKS answer INVALID_ARGUMENT)
  *   FAKE_NVML_INIT_ERROR    nvmlReturn_t code returned by nvmlInit_v2 / nvmlInitWithFlags
  *   FAKE_NVML_ERROR_<fn>    "CODE" (every call of fn) or "CODE:I,J" (only for GPUs I and J)
  *   FAKE_NVML_TRACE         a file; the name of every function called is appended to it
@@ -76,10 +83,11 @@ struct fake_device {
     int retired_pending;                                      /* 0, 1 or NA */
     int pcie_cur_gen, pcie_max_gen, pcie_cur_width, pcie_max_width; /* pcie_cur_gen NA */
     long long replay;                                         /* or NA */
-    int replay_step;
+    int replay_step, replay_from, replay_reads;
     long long clocks;                                         /* bit mask, or NA */
     int t_slow, t_shut, cmode, minor, events;                 /* or NA */
-    int xids[MAX_XIDS], nxids, xid_next;
+    int xids[MAX_XIDS], nxids, xid_next, xid_late;
+    int nvlinks, nvlink_version;                              /* nvlinks NA: no NVLink */
 };
 
 struct process_name {
@@ -143,13 +151,19 @@ static void parse_level1(struct fake_device *d, const char *key, const char *v)
     else if (!strcmp(key, "replay")) {
         d->replay = NA;
         d->replay_step = 0;
-        if (!na) sscanf(v, "%lld+%d", &d->replay, &d->replay_step);
+        d->replay_from = 2;
+        if (!na) sscanf(v, "%lld+%d@%d", &d->replay, &d->replay_step, &d->replay_from);
     }
     else if (!strcmp(key, "clocks")) d->clocks = na ? NA : (long long)strtoull(v, NULL, 0);
     else if (!strcmp(key, "tlimit")) pair(v, &d->t_slow, &d->t_shut);
     else if (!strcmp(key, "cmode")) d->cmode = na_or_int(v);
     else if (!strcmp(key, "minor")) d->minor = na_or_int(v);
     else if (!strcmp(key, "events")) d->events = na_or_int(v);
+    else if (!strcmp(key, "xidlate")) d->xid_late = atoi(v);
+    else if (!strcmp(key, "nvlink")) {
+        d->nvlinks = NA;
+        if (!na) sscanf(v, "%d/%d", &d->nvlinks, &d->nvlink_version);
+    }
     else if (!strcmp(key, "xid")) {
         char *copy = strdup(v);
         char *save = NULL;
@@ -178,6 +192,8 @@ static void parse_gpu(char *spec, int i)
     d->t_shut = 92;
     d->minor = i;
     d->events = 1;
+    d->nvlinks = NA;
+    d->replay_from = 2;
     snprintf(d->name, sizeof d->name, "%s", field ? field : "NVIDIA Fake GPU");
     snprintf(d->uuid, sizeof d->uuid, "GPU-fa4e0000-0000-0000-0000-%012d", i);
     snprintf(d->pci, sizeof d->pci, "00000000:%02X:00.0", 0x10 + i);
@@ -679,8 +695,9 @@ nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *v
 {
     ENTER_DEVICE(device);
     if (device->replay == NA) return 3;
+    if (++device->replay_reads >= device->replay_from && device->replay_reads > 1)
+        device->replay += device->replay_step;
     *value = (unsigned int)device->replay;
-    device->replay += device->replay_step;
     return 0;
 }
 #endif
@@ -745,6 +762,7 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor)
 
 typedef struct fake_event_set {
     unsigned long long types[MAX_GPUS]; /* event types registered, per physical GPU */
+    int waits[MAX_GPUS];                /* waits that could have delivered this GPU's Xids */
 } *nvmlEventSet_t;
 
 typedef struct {
@@ -797,6 +815,7 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
     for (int i = 0; i < gpu_count; i++) {
         struct fake_device *d = &gpus[i];
         if (!(set->types[i] & XID_CRITICAL) || d->xid_next >= d->nxids) continue;
+        if (set->waits[i]++ < d->xid_late) continue;
         memset(data, 0, sizeof *data);
         data->device = d;
         data->eventType = XID_CRITICAL;
@@ -813,6 +832,29 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
     ENTER(-1);
     free(set);
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetNvLinkState
+/* nvlink=LINKS/VERSION: links 0..LINKS-1 active; past them INVALID_ARGUMENT; none: NOT_SUPPORTED */
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, unsigned int *active)
+{
+    ENTER_DEVICE(device);
+    if (device->nvlinks == NA) return 3;
+    if (link >= (unsigned int)device->nvlinks) return 2;
+    *active = 1;
+    return 0;
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetNvLinkVersion
+nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigned int link, unsigned int *version)
+{
+    ENTER_DEVICE(device);
+    if (device->nvlinks == NA) return 3;
+    if (link >= (unsigned int)device->nvlinks) return 2;
+    *version = (unsigned int)device->nvlink_version;
     return 0;
 }
 #endif
