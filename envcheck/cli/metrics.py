@@ -32,11 +32,10 @@ def metrics(ctx, textfile: str | None) -> None:
     Each env's stored verdict judged against this host now, each GPU's level-1 health read
     now, the driver and envcheck's version. Runs no validation.
     """
-    from ..usecases.readiness import readiness
     from .views.metrics import exposition, families
 
     target = _textfile(textfile) if textfile is not None else None
-    text = exposition(families(readiness(ctx.session)))
+    text = exposition(families(_readiness(ctx)))
     if target is None:
         sys.stdout.write(text)
     else:
@@ -58,12 +57,11 @@ def labels(ctx, form: str, as_json: bool, output: str | None) -> None:
     envcheck.io/gpu-health=ok|degraded|faulty; valid Kubernetes labels for every env name.
     """
     from ..usecases.node_labels import node_labels
-    from ..usecases.readiness import readiness
 
     if as_json and form == "nfd":
         raise UsageError("--json and --format nfd are two forms of the labels", "pass one of them")
     target = _output(output) if output is not None else None
-    result = node_labels(readiness(ctx.session))
+    result = node_labels(_readiness(ctx))
     if form == "json" or as_json:
         import json
 
@@ -74,6 +72,13 @@ def labels(ctx, form: str, as_json: bool, output: str | None) -> None:
         sys.stdout.write(text)
     else:
         _write(target, text, "-o")
+
+
+def _readiness(ctx):
+    from ..usecases.readiness import read_now
+    from .progress_view import Notices
+
+    return read_now(ctx.home, Notices())[0]
 
 
 def _textfile(folder: str) -> Path:

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..progress import SILENT, Progress
 from ..results import OK_VERDICTS, Result, envelope
 
 if TYPE_CHECKING:
@@ -112,14 +113,15 @@ def readiness(session: Session) -> Readiness:
                      [env_readiness(session, info) for info in session.store.list()], gpus(health))
 
 
-def read_now(home: Home) -> tuple[Readiness, HealthReport]:
-    """``readiness`` of ``home`` for a process that lives on (the exporter, once per scrape),
-    and the level-1 read it judged with. That read does not watch: a session's own read keeps
-    its NVML session open until the process exits, for a validation's run."""
+def read_now(home: Home, observer: Progress = SILENT) -> tuple[Readiness, HealthReport]:
+    """``readiness`` of ``home`` and the level-1 read it judged with, that read not watching
+    (a session's own read keeps its NVML session open until the process exits, for a
+    validation's run; the exporter reads once per scrape). ``observer`` hears the store's
+    notices."""
     from ..host.level1 import level1
     from .session import Session
 
-    session = Session(home, health=level1())
+    session = Session(home, observer=observer, health=level1())
     return readiness(session), session.health
 
 
