@@ -64,13 +64,14 @@ def session_on(envs_home):
 
 
 def write(session: Session, name: str, verdict: str = "ready", host: HostState | None = None,
-          devices: list | None = None, multi: dict | None = None, age_s: float = 60.0) -> Report:
+          devices: list | None = None, multi: dict | None = None, age_s: float = 60.0,
+          gpus_usable: int = 2) -> Report:
     info = session.store.get(name)
     host = host or session.host
     status = {"ready": "pass", "degraded": "warn", "not-ready": "fail"}[verdict]
     created = (datetime.now(timezone.utc) - timedelta(seconds=age_s)).isoformat()
     report = Report(name, verdict, [Check("smoke", status, "fit")], devices or [], multi, None, {}, host.to_json(),
-                    fingerprint(info, host), created, 1.0, True, depth="smoke")
+                    fingerprint(info, host), created, 1.0, True, gpus_usable=gpus_usable, depth="smoke")
     store_report(session.home, report)
     return report
 
@@ -218,15 +219,18 @@ def test_a_host_change_revalidates_each_env_once_on_free_gpus(session_on):
     write(session, "slow")
     policy = Revalidation()
     due = policy.next(readiness(session), session.health)
-    assert (due.env, due.devices) == ("fast", "gpu:1") and "driver_version" in due.why
+    assert (due.env, due.devices) == ("fast", "cpu:0,gpu:1") and "driver_version" in due.why
     assert policy.next(readiness(session), session.health) is None  # tried on this host: not again
 
 
-def test_every_gpu_busy_means_no_validation_now(session_on):
+def test_every_gpu_busy_means_no_validation_now_but_of_an_env_that_trains_on_none(session_on):
     session = session_on(host=a100s(busy=(0, 1)))
     write(session, "fast", host=a100s(driver="535.104.05"))
     assert free_devices(session.health) is None
     assert Revalidation().next(readiness(session), session.health) is None
+    write(session, "slow", host=a100s(driver="535.104.05"), gpus_usable=0)
+    due = Revalidation().next(readiness(session), session.health)
+    assert (due.env, due.devices) == ("slow", "cpu")
 
 
 def test_periodic_revalidation_takes_old_reports_only(session_on):
@@ -235,6 +239,6 @@ def test_periodic_revalidation_takes_old_reports_only(session_on):
     write(session, "slow", age_s=60)
     policy = Revalidation(every=6 * 3600)
     due = policy.next(readiness(session), session.health)
-    assert (due.env, due.devices) == ("fast", "gpu:0,gpu:1")
+    assert (due.env, due.devices) == ("fast", "all")  # no GPU busy: as a validation by hand
     assert policy.next(readiness(session), session.health) is None  # tried: not before 6h
     assert Revalidation(on_change=False).next(readiness(session), session.health) is None

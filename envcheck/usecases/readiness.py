@@ -47,6 +47,7 @@ class EnvReadiness:
     changed: list[str] = field(default_factory=list)  # what changed (fingerprint keys)
     seconds_per_step: dict[str, float] = field(default_factory=dict)  # device -> s/step, smoke fit
     efficiency: float | None = None  # multi-device scaling efficiency, 0..1
+    gpus_usable: int = 0  # GPUs its stored validation trained on
 
     @property
     def ready(self) -> bool:
@@ -153,6 +154,7 @@ def env_readiness(session: Session, info: EnvInfo) -> EnvReadiness:
     found.stale = bool(found.changed)
     found.verdict = "stale" if found.stale else stored.verdict if stored.verdict in VERDICTS else "not-ready"
     found.seconds_per_step = _steps(stored.data.get("devices"))
+    found.gpus_usable = stored.data["gpus_usable"]
     multi = stored.data.get("multi_replica")
     found.efficiency = _number(multi.get("scaling_efficiency")) if isinstance(multi, dict) else None
     return _unless_broken(found, info)

@@ -12,9 +12,10 @@ what the next scrape reads. Due:
   per ``every``.
 
 An env never validated, or not intact (incomplete, broken), is left alone: validating it is
-the admin's call. The GPUs: only those no process is computing on (NVML's running compute
-processes, read now; a GPU whose processes can't be read counts as busy); with GPUs on the
-host and none free, nothing runs now. A host without GPUs validates on the CPU.
+the admin's call. The devices: an env whose stored validation trained on no GPU, the CPU;
+else every device (``all``, as by hand) when no process computes on any visible GPU (NVML's
+running compute processes, read now; a GPU whose processes can't be read counts as busy),
+the CPU and the free GPUs when some are busy, and nothing now when all are.
 """
 from __future__ import annotations
 
@@ -64,9 +65,9 @@ class Revalidation:
                 why = f"its validation is older than {self.every:g}s"
             if why is None:
                 continue
-            devices = free_devices(health)
+            devices = free_devices(health) if env.gpus_usable else "cpu"
             if devices is None:
-                return None  # every GPU busy: nothing now, whichever env
+                continue  # every GPU busy: not this env now
             self.tried_host[env.name], self.tried_at[env.name] = host, now
             return Due(env.name, devices, why)
         return None
@@ -80,14 +81,14 @@ def host_key(health: HealthReport) -> tuple:
 
 
 def free_devices(health: HealthReport) -> str | None:
-    """validate's ``--devices`` for the GPUs nobody computes on ("cpu" on a host without
-    visible GPUs), or None when it has some and all are busy."""
+    """validate's ``--devices``: ``all`` when no process computes on any visible GPU (as a
+    validation by hand), else the CPU and the GPUs nobody uses, or None when all are busy."""
     visible = health.host.visible_gpus
-    if not visible:
-        return "cpu"
     free = [g.index for g in visible
             if g.status == "ok" and g.health is not None and g.health.processes == []]
-    return ",".join(f"gpu:{i}" for i in free) if free else None
+    if len(free) == len(visible):
+        return "all"
+    return ",".join(["cpu:0", *(f"gpu:{i}" for i in free)]) if free else None
 
 
 def validate_child(home: Home, due: Due, timeout: float = TIMEOUT_S) -> Completed:
