@@ -1,4 +1,5 @@
-"""A ``Readiness`` (``usecases.readiness``) as Prometheus metrics, and the text exposition format.
+"""A ``Readiness`` (``usecases.readiness``) as Prometheus metrics, and the text exposition format;
+node labels (``usecases.node_labels``) as a node-feature-discovery features file.
 
 ``families(readiness)`` names every metric once (README's Metrics section lists them);
 ``exposition(families)`` writes the text format (0.0.4) byte for byte as
@@ -62,6 +63,11 @@ def exposition(found: list[Family]) -> str:
             pairs = ",".join(f'{k}="{_escaped(v)}"' for k, v in sorted(labels.items()))
             out.append(f"{family.name}{{{pairs}}} {_number(value)}\n" if pairs else f"{family.name} {_number(value)}\n")
     return "".join(out)
+
+
+def features_file(labels: Any) -> str:
+    """A ``NodeLabels`` as node-feature-discovery's ``features.d`` file: ``KEY=VALUE`` lines."""
+    return "".join(f"{key}={value}\n" for key, value in labels.labels.items())
 
 
 def _escaped(value: str) -> str:
