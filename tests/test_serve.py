@@ -268,6 +268,31 @@ def test_unknown_paths_404_and_healthz_answers(node):
         assert stop(exporter) == 0
 
 
+def test_connections_kept_alive_do_not_hold_up_other_scrapers(node):
+    """Prometheus keeps its connection open between scrapes; the exporter's fixed pool of
+    handler threads still answers other scrapers while a few such connections idle."""
+    import http.client
+
+    env, _ = node
+    exporter, port = start_serve(env, "--no-revalidate")
+    idle = []
+    try:
+        for _ in range(3):  # three scrapers, each keeping its connection after one scrape
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/metrics")
+            answer = conn.getresponse()
+            assert answer.status == 200 and b"envcheck_env_ready" in answer.read()
+            idle.append(conn)
+        for conn in idle:  # and each scrapes again on the connection it kept
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().read() == b"ok\n"
+        assert "envcheck_build_info" in get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+    finally:
+        for conn in idle:
+            conn.close()
+        assert stop(exporter) == 0
+
+
 # -- the textfile and the labels file ----------------------------------------------------------
 
 def test_concurrent_textfile_writers_never_leave_a_torn_file(node, tmp_path):

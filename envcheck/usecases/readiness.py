@@ -80,6 +80,10 @@ class Readiness(Result):
     health: str  # the node's level-1 verdict (ready | degraded | not-ready | no-gpu)
     envs: list[EnvReadiness] = field(default_factory=list)
     gpus: list[GpuReadiness] = field(default_factory=list)
+    # The envs as the store read them (not rendered). An exporter holding the last answer
+    # keeps their paths alive: pathlib interns each path part, and parts dying and coming back
+    # every scrape churn CPython's interned-string table until it resizes (+0.5 MB, once).
+    infos: list[EnvInfo] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def ready_envs(self) -> list[str]:
@@ -109,9 +113,10 @@ def readiness(session: Session) -> Readiness:
     session.want_level1()
     health = session.health
     host = health.host
+    infos = session.store.list()
     return Readiness(label_value(_version()), label_value(host.driver_version or "") or None,
                      label_value(host.cuda_driver_version or "") or None, health.node_verdict,
-                     [env_readiness(session, info) for info in session.store.list()], gpus(health))
+                     [env_readiness(session, info) for info in infos], gpus(health), infos)
 
 
 def read_now(home: Home, observer: Progress = SILENT) -> tuple[Readiness, HealthReport]:
