@@ -24,8 +24,12 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600, exact: bool = False)
     tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        if exact:
-            os.fchmod(fd, mode)
+        try:
+            if exact:
+                os.fchmod(fd, mode)
+        except BaseException:
+            os.close(fd)  # not yet owned by the file object below
+            raise
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -263,6 +263,15 @@ def test_older_driver_falls_back_and_says_na(fake_nvml: FakeNvml, tmp_path: Path
     assert "retired-pages-pending" in [f["id"] for f in pending["findings"]]
 
 
+def test_a_driver_before_510_lists_processes_through_v2(fake_nvml: FakeNvml, tmp_path: Path) -> None:
+    """No ..._v3 (drivers before 510): the processes come from ..._v2, the same struct, not n/a."""
+    env = fake_nvml.env([A100 + ",procs=4242:2048:python3", A100], omit=["nvmlDeviceGetComputeRunningProcesses_v3"],
+                        **seams(tmp_path, [0, 1], []))
+    busy, free = run_level1(env)["gpus"]
+    assert "gpu-in-use" in [f["id"] for f in busy["findings"]] and busy["checks"]["processes"] == "degraded"
+    assert free["checks"]["processes"] == "pass"
+
+
 def test_level1_opens_no_cuda_and_shuts_nvml_down(fake_nvml: FakeNvml, tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     env = fake_nvml.env([A100, T4], FAKE_NVML_TRACE=trace, **seams(tmp_path, [0, 1], []))

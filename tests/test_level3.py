@@ -337,6 +337,20 @@ def test_allreduce_busbw_is_judged_against_nvlink_or_the_pcie_links():
     assert [(c.id, c.status) for c in checks] == [("figure-allreduce", "warn")]
 
 
+def test_four_bridged_pcie_cards_get_no_nvlink_expectation_an_sxm_board_does():
+    """Four A100 PCIe cards, NVLink bridges joining them in pairs: every GPU has links, but the
+    ring crosses PCIe; without the topology read, no expectation (n/a), never a false degraded.
+    Four SXM GPUs on an NVSwitch board keep theirs."""
+    bridged = GpuFacts("NVIDIA A100 80GB PCIe", 4, 16, nvlink_links=12, nvlink_version=4)
+    sxm = GpuFacts("NVIDIA A100-SXM4-80GB", 4, 16, nvlink_links=12, nvlink_version=4)
+    four = ("gpu:0", "gpu:1", "gpu:2", "gpu:3")
+    pairs = allreduce(40.0, {d: bridged for d in four}, devices=four)
+    board = allreduce(40.0, {d: sxm for d in four}, devices=four)
+    assert pairs.verdict == "n/a" and "not on a known NVSwitch board" in pairs.why
+    assert board.verdict == "degraded" and board.expectation == pytest.approx(12 * 25.0 * 0.8)
+    assert allreduce(150.0, {"gpu:0": bridged, "gpu:1": bridged}).verdict == "pass"  # two: one bridge
+
+
 def test_allreduce_without_its_interconnect_read_or_on_cpus_has_no_expectation():
     unread = allreduce(100.0, {"gpu:0": A100, "gpu:1": A100})  # NVLink not read (an older NVML)
     unknown = allreduce(100.0, {d: GpuFacts("X", 4, 16, nvlink_links=4, nvlink_version=99)

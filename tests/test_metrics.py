@@ -213,6 +213,40 @@ def test_labels_say_each_env_the_count_and_the_gpus(session_on):
 
 # -- revalidation policy -----------------------------------------------------------------------
 
+def test_the_exporters_own_cuda_variables_make_no_report_stale(session_on):
+    """A job validated with CUDA_VISIBLE_DEVICES=0 and PCI_BUS_ID order; the exporter runs
+    without them: the node did not change, the report is current (and nothing to revalidate)."""
+    session = session_on()
+    job = a100s()
+    job.cuda_visible_devices, job.cuda_device_order = "0", "PCI_BUS_ID"
+    write(session, "fast", host=job)
+    (fast,) = [e for e in readiness(session).envs if e.name == "fast"]
+    assert (fast.verdict, fast.stale, fast.changed) == ("ready", False, [])
+    assert Revalidation().next(readiness(session), session.health) is None
+
+
+def test_a_stored_health_failure_counts_for_nothing_the_health_read_now_does(session_on):
+    """As in the gate: a report whose level-1 health check failed (a GPU since reset) is judged
+    by its other checks and the health read now; a not-ready finding now makes the env not ready."""
+    from envcheck.host.findings import Finding
+
+    session = session_on()
+    write(session, "fast")
+    info = session.store.get("fast")
+    report = Report("fast", "not-ready", [Check("smoke", "pass", "fit"), Check("health", "fail", "GPU 0: Xid 79")],
+                    [], None, None, {}, session.host.to_json(), fingerprint(info, session.host),
+                    datetime.now(timezone.utc).isoformat(), 1.0, True, gpus_usable=2, depth="smoke")
+    store_report(session.home, report)
+    (fast,) = [e for e in readiness(session).envs if e.name == "fast"]
+    assert fast.verdict == "ready" and fast.ready
+
+    lost = Finding("xid-79", "xid", "not-ready", 1, "Xid 79", "the GPU fell off the bus", "drain the node")
+    sick = session_on()
+    sick.health.gpus[1].findings.append(lost)
+    (fast,) = [e for e in readiness(sick).envs if e.name == "fast"]
+    assert fast.verdict == "not-ready" and not fast.ready
+
+
 def test_a_host_change_revalidates_each_env_once_on_free_gpus(session_on):
     session = session_on(host=a100s(busy=(0,)))
     write(session, "fast", host=a100s(driver="535.104.05"))

@@ -269,13 +269,15 @@ def test_unknown_paths_404_and_healthz_answers(node):
 
 
 def test_connections_kept_alive_do_not_hold_up_other_scrapers(node):
-    """Prometheus keeps its connection open between scrapes; the exporter's fixed pool of
-    handler threads still answers other scrapers while a few such connections idle."""
+    """Prometheus keeps its connection open between scrapes; the exporter still answers other
+    scrapers while such connections idle, and while more connections than its pool of handler
+    threads were opened and left silent."""
     import http.client
 
     env, _ = node
     exporter, port = start_serve(env, "--no-revalidate")
     idle = []
+    silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(10)]
     try:
         for _ in range(3):  # three scrapers, each keeping its connection after one scrape
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -288,7 +290,7 @@ def test_connections_kept_alive_do_not_hold_up_other_scrapers(node):
             assert conn.getresponse().read() == b"ok\n"
         assert "envcheck_build_info" in get(f"http://127.0.0.1:{port}/metrics", timeout=5)
     finally:
-        for conn in idle:
+        for conn in idle + silent:
             conn.close()
         assert stop(exporter) == 0
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from .records import new, record
 
+OLDER_DRIVER = "this driver's NVML lacks the function (older driver)"  # why a read is missing
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.py says why)
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -71,8 +73,12 @@ def read_health(pynvml: Any, handle: Any, read: Callable[..., Any]) -> GpuHealth
                                             pynvml.nvmlDeviceGetTotalEccErrors, handle,
                                             UNCORRECTED, AGGREGATE)
     # _v3 directly: the unversioned wrapper turns an older driver's missing function into an
-    # exception that is not an NVMLError.
+    # exception that is not an NVMLError. A driver before 510 has only _v2 (the same struct).
     running = read(missing, "processes", pynvml.nvmlDeviceGetComputeRunningProcesses_v3, handle)
+    if running is None and missing.get("processes") == OLDER_DRIVER:
+        running = read(missing, "processes", pynvml.nvmlDeviceGetComputeRunningProcesses_v2, handle)
+        if running is not None:
+            del missing["processes"]
     if running is not None:
         health.processes = [_process(pynvml, p) for p in running]
     return health

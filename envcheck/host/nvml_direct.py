@@ -246,7 +246,15 @@ def nvmlDeviceGetTotalEccErrors(handle, error_type: int, counter_type: int) -> i
 
 
 def nvmlDeviceGetComputeRunningProcesses_v3(handle) -> list[_Answer]:
-    fn = _fn("nvmlDeviceGetComputeRunningProcesses_v3")
+    return _processes("nvmlDeviceGetComputeRunningProcesses_v3", handle)
+
+
+def nvmlDeviceGetComputeRunningProcesses_v2(handle) -> list[_Answer]:  # a driver before 510: the same struct
+    return _processes("nvmlDeviceGetComputeRunningProcesses_v2", handle)
+
+
+def _processes(name: str, handle) -> list[_Answer]:
+    fn = _fn(name)
     count = c_uint(0)
     code = fn(handle, byref(count), None)
     if code == 0:

@@ -311,13 +311,10 @@ def _field(pynvml: Any, missing: dict[str, str], name: str, fn: Callable, *args:
 
 
 def _why_missing(code: int, text: str) -> str:
-    if code == NOT_SUPPORTED:
-        return "not supported on this GPU"
-    if code == FUNCTION_NOT_FOUND:
-        return "this driver's NVML lacks the function (older driver)"
-    if code == NO_PERMISSION:
-        return "no permission"
-    return f"NVML error {code}: {text}"
+    from .health import OLDER_DRIVER
+
+    known = {NOT_SUPPORTED: "not supported on this GPU", FUNCTION_NOT_FOUND: OLDER_DRIVER, NO_PERMISSION: "no permission"}
+    return known.get(code) or f"NVML error {code}: {text}"
 
 
 def _read_gpu(pynvml: Any, index: int, health: bool) -> Gpu:

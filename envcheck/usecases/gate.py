@@ -13,9 +13,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..results import OK_VERDICTS, Result, envelope, node, node_host, verdict_of_statuses
+from ..results import OK_VERDICTS, Result, envelope, node, node_host
 from ..validation import freshness
-from ..validation.health import CHECK_ID as HEALTH_CHECK
 from ..validation.health import node_health
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see above)
@@ -70,8 +69,7 @@ class GateResult(Result):
             return envelope("not-ready", self.reason, self.fix, [], facts)
         if self.health_problem is not None:
             return envelope("degraded", *self.health_problem, [self.env], facts)
-        verdict = verdict_of_statuses(c.get("status") for c in self.report.get("checks") or []
-                                      if isinstance(c, dict) and c.get("id") != HEALTH_CHECK)
+        verdict = freshness.verdict_without_health(self.report)
         return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env], node_facts=facts)
 
     def body(self) -> dict:

@@ -33,6 +33,10 @@ SCHEMA = "envcheck.readiness/1"
 # An env's verdict: its current stored report's, or why there is none to give.
 VERDICTS = ("ready", "degraded", "not-ready", "never-validated", "unreadable", "stale", "incomplete",
             "broken")
+# What the fingerprint holds of the process that reads it, not of the node: the exporter's
+# CUDA variables are not the jobs' (a job validated with CUDA_VISIBLE_DEVICES=0,1 is not stale
+# to an exporter started without it).
+PROCESS_KEYS = ("cuda_visible_devices", "cuda_device_order")
 MAX_LABEL = 128  # characters of a label value: identity, never an unbounded text
 
 
@@ -155,14 +159,29 @@ def env_readiness(session: Session, info: EnvInfo) -> EnvReadiness:
             found.verdict = "unreadable"
         return _unless_broken(found, info)
     found.validated = _epoch(stored.data.get("created"))
-    found.changed = stored.changed(fingerprint(info, session.host))
+    found.changed = [k for k in stored.changed(fingerprint(info, session.host)) if k not in PROCESS_KEYS]
     found.stale = bool(found.changed)
-    found.verdict = "stale" if found.stale else stored.verdict if stored.verdict in VERDICTS else "not-ready"
     found.seconds_per_step = _steps(stored.data.get("devices"))
     found.gpus_usable = stored.data["gpus_usable"]
+    found.verdict = "stale" if found.stale else _verdict_now(stored.data, found.gpus_usable, session.health)
     multi = stored.data.get("multi_replica")
     found.efficiency = _number(multi.get("scaling_efficiency")) if isinstance(multi, dict) else None
     return _unless_broken(found, info)
+
+
+def _verdict_now(report: dict, gpus_usable: int, health: HealthReport) -> str:
+    """The gate's rule: the stored checks' verdict but their health check (``freshness``),
+    then, for an env that trains on GPUs, the level-1 health read now of the visible GPUs:
+    a not-ready finding makes it not-ready, a degraded one a ready env degraded."""
+    from ..validation.freshness import verdict_without_health
+    from ..validation.health import env_verdict
+
+    verdict = verdict_without_health(report)
+    if verdict in OK_VERDICTS and gpus_usable:
+        now = env_verdict(health, [g.index for g in health.gpus if g.visible])
+        if now == "not-ready" or (now == "degraded" and verdict == "ready"):
+            verdict = now
+    return verdict
 
 
 def _unless_broken(found: EnvReadiness, info: EnvInfo) -> EnvReadiness:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..processes import Completed
     from .readiness import Readiness
 
-HOST_KEYS = ("driver_version", "gpu_uuids", "cuda_visible_devices", "cuda_device_order")
+HOST_KEYS = ("driver_version", "gpu_uuids")  # the node's; readiness leaves out the process's own
 TIMEOUT_S = 3600.0  # one validation, whole
 
 

@@ -282,6 +282,9 @@ def _interconnect(gpus: list[GpuFacts], facts: Mapping[str, Any]) -> tuple[float
     when every GPU has links active (the fewest count), else PCIe (the slowest link)."""
     rule = facts["allreduce"]
     links = [g.nvlink_links for g in gpus]
+    if all(links) and len(gpus) > 2 and not all(_on_nvswitch_board(g.name, rule["nvlink"]) for g in gpus):
+        return None, (f"NVLink on each of {len(gpus)} GPUs, but not on a known NVSwitch board: the links "
+                      "may join pairs or a mesh (their topology is not read), so no expectation")
     if all(links):
         versions = {g.nvlink_version for g in gpus}
         per_link = [rule["nvlink"]["per_link_gb_s"].get(str(v)) for v in versions]
@@ -306,6 +309,13 @@ def _interconnect(gpus: list[GpuFacts], facts: Mapping[str, Any]) -> tuple[float
     return expectation, (f"PCIe (no NVLink on every GPU): the slowest link {theoretical:.3g} GB/s "
                          f"theoretical, {pcie['healthy_fraction']:.0%} of it copied, "
                          f"{efficiency:.0%} of that as all-reduce busbw")
+
+
+def _on_nvswitch_board(name: str | None, nvlink: Mapping[str, Any]) -> bool:
+    """Is a GPU of this NVML name one of an HGX/DGX board's, every GPU reaching every other
+    through NVSwitch (``nvswitch_boards``, names as NVML gives them; ``not_boards`` wins)?"""
+    return bool(name) and any(part in name for part in nvlink["nvswitch_boards"]) \
+        and not any(part in name for part in nvlink["not_boards"])
 
 
 def figure_checks(figures: list[Figure]) -> list[Check]:

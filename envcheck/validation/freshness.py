@@ -133,6 +133,15 @@ def failed_on_health(report: dict) -> bool:
                for c in report.get("checks") or [])
 
 
+def verdict_without_health(report: dict) -> str:
+    """The stored report's verdict from its checks but its level-1 ``health`` check (health
+    counts as read now, never as stored): ready, degraded or not-ready."""
+    from ..results import verdict_of_statuses
+
+    return verdict_of_statuses(c.get("status") for c in report.get("checks") or []
+                               if isinstance(c, dict) and c.get("id") != HEALTH_CHECK)
+
+
 def answers(report: dict | None, fingerprint: dict, max_age: float, smoke: bool) -> bool:
     """May the stored report answer? It must be of this fingerprint (``current``) and fresh. A
     pass answers when it went as deep as asked; a failure stands until a validation at least

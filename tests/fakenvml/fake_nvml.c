@@ -592,11 +592,8 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, in
 }
 #endif
 
-#ifndef OMIT_nvmlDeviceGetComputeRunningProcesses_v3
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
-                                                     nvmlProcessInfo_v3_t *infos)
+static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v3_t *infos)
 {
-    ENTER_DEVICE(device);
     if (device->nprocs == NA) return 3;
     unsigned int n = (unsigned int)device->nprocs;
     if (n == 0) { *count = 0; return 0; }
@@ -608,6 +605,24 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
     }
     *count = n;
     return 0;
+}
+
+#ifndef OMIT_nvmlDeviceGetComputeRunningProcesses_v3
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                                     nvmlProcessInfo_v3_t *infos)
+{
+    ENTER_DEVICE(device);
+    return running_processes(device, count, infos);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetComputeRunningProcesses_v2
+/* A driver before 510 has this one only; the same struct as _v3's. */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *count,
+                                                     nvmlProcessInfo_v3_t *infos)
+{
+    ENTER_DEVICE(device);
+    return running_processes(device, count, infos);
 }
 #endif
 
