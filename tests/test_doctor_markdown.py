@@ -92,7 +92,8 @@ def test_unsupported_fields_are_na_with_the_reason(fake_nvml: FakeNvml, home: Pa
 
 def test_na_from_an_injected_error_and_an_older_driver(fake_nvml: FakeNvml, home: Path) -> None:
     out = doctor_markdown(fake_nvml, home, [HEALTHY, HEALTHY],
-                          omit=["nvmlDeviceGetComputeRunningProcesses_v3"],
+                          omit=["nvmlDeviceGetComputeRunningProcesses_v3",  # a driver with neither
+                                "nvmlDeviceGetComputeRunningProcesses_v2"],  # (before 470)
                           FAKE_NVML_ERROR_nvmlDeviceGetTemperature="3:1")
     first, second = gpu_rows(out)
     assert first[5] == "45 °C" and second[5] == "N/A"

@@ -592,6 +592,7 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, in
 }
 #endif
 
+#if !defined(OMIT_nvmlDeviceGetComputeRunningProcesses_v3) || !defined(OMIT_nvmlDeviceGetComputeRunningProcesses_v2)
 static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_v3_t *infos)
 {
     if (device->nprocs == NA) return 3;
@@ -606,6 +607,7 @@ static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *count, 
     *count = n;
     return 0;
 }
+#endif
 
 #ifndef OMIT_nvmlDeviceGetComputeRunningProcesses_v3
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
