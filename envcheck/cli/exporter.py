@@ -169,10 +169,10 @@ def serve(root: str, bind: str, port: int, revalidation: Revalidation | None) ->
     with signals_interrupt():
         try:
             thread.start()
-            while True:
-                time.sleep(TICK_S)
+            while True:  # a revalidation due at start begins at once, then one look a tick
                 if revalidation is not None:
                     _revalidate(exporter, revalidation)
+                time.sleep(TICK_S)
         except Interrupted:
             code = 0
         except KeyboardInterrupt:
