@@ -128,7 +128,7 @@ class Prometheus:
     def __init__(self, target: int, folder: Path):
         self.port = free_port()
         config = folder / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+        config.write_text("global:\n  scrape_interval: 250ms\n  evaluation_interval: 1s\nscrape_configs:\n"
                           f"  - job_name: envcheck\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n")
         self.log = open(folder / "prometheus.log", "w")
         self.proc = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
@@ -163,7 +163,7 @@ class Prometheus:
             except OSError:
                 pass
             assert self.proc.poll() is None, "prometheus exited; see its log"
-            time.sleep(0.5)
+            time.sleep(0.1)
         raise AssertionError(f"prometheus: not {what} within {timeout}s")
 
     def stop(self) -> None:
