@@ -63,3 +63,12 @@ def cli(home: Path):
 
 
 pytest_plugins = ["wheelhouse", "slow_links", "tf_home", "fake_nvml"]
+
+
+def pytest_sessionstart(session) -> None:
+    """envcheck's bytecode, compiled once, as an installed wheel has it: the tests start envcheck
+    in a thousand subprocesses, and with PYTHONDONTWRITEBYTECODE set (or an editable install
+    never compiled) each would compile every module it imports again."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "envcheck"), quiet=1)
