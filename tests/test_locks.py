@@ -236,6 +236,11 @@ def test_an_env_of_the_same_preset_is_linked_and_no_link_installs(env, home, whe
     assert manifest(home, "p3")["linked_from"] is None
     other = envcheck(env, "env", "create", "p4", "--preset", "tf", "--add", "alpha", *offline(wheelhouse))
     assert other.code == 0 and manifest(home, "p4")["linked_from"] is None  # other requirements: no twin
+    # Removing the linked env moves the change time of every file p1 shares with it; p1's times
+    # are taken again, so its next check hashes nothing (and an edit is still seen: above).
+    assert envcheck(env, "env", "remove", "p2", "--yes").code == 0
+    after = envcheck(env, "env", "verify", "p1", "--json")
+    assert after.code == 0 and after.json()["clean"] and after.json()["hashed"] == 0, after.out
 
 
 def test_provision_from_a_lock_is_idempotent(env, home, tmp_path, wheelhouse):

@@ -22,10 +22,16 @@ import errno
 import hashlib
 import io
 import os
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
+from ..errors import BusyError
 from ..paths import MANIFEST_NAME, REPORT_NAME
 from .verify import NAME as BASELINE_NAME
+
+if TYPE_CHECKING:
+    from .store import EnvStore
 
 OWN = {MANIFEST_NAME, REPORT_NAME, BASELINE_NAME}  # the env's own records: never shared
 SCRIPT_DIRS = ("bin", "Scripts")
@@ -125,3 +131,32 @@ def _fix_records(target: Path, rewritten: dict[str, tuple[str, int]]) -> None:
                 with open(tmp, "w", encoding="utf-8", newline="") as out:
                     out.write(buffer.getvalue())
                 os.replace(tmp, record)  # the shared RECORD stays the first env's
+
+
+@contextmanager
+def times_kept(store: EnvStore, name: str) -> Iterator[None]:
+    """Around the removal of env ``name``: the other envs sharing its files (made from the same
+    twin, or the twin itself) see their files' change times move as the links go (the link
+    count is part of the inode). Each found clean by ``env verify`` (quick) before, under its
+    lock, gets its baseline's times taken again after, so its next check stays quick instead of
+    hashing every shared file. One found drifted, or busy, is left as it is: its next check
+    hashes, and finds what it finds."""
+    from . import verify as vf
+
+    info = store._info(name)
+    root = (info.manifest.get("linked_from") or name) if info is not None else name
+    family = [e for e in store.list() if e.name != name and e.state == "ready"
+              and (e.name == root or e.manifest.get("linked_from") in (root, name))]
+    with ExitStack() as held:
+        clean = []
+        for other in family:
+            try:
+                held.enter_context(store.locked(other.name))
+            except BusyError:
+                continue
+            baseline = vf.read(str(other.path))
+            if baseline is not None and vf.verify(str(other.path), baseline).clean:
+                clean.append((other, baseline))
+        yield
+        for other, baseline in clean:
+            vf.write(other.path, vf.take(str(other.path), baseline.get("lock")))

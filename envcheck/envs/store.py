@@ -225,9 +225,12 @@ class EnvStore:
     def remove(self, name: str) -> Path:
         """Delete an env: only a folder directly inside the env home that carries a manifest."""
         target = self.removal_target(name)
+        from .linking import times_kept
+
         with self._changing(name):
             target = self.removal_target(name)  # again, under the lock
-            self.scratch.delete(name, target)
+            with times_kept(self, name):
+                self.scratch.delete(name, target)
         return target
 
     def _settle(self, name: str | None) -> None:
