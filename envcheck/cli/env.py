@@ -125,7 +125,7 @@ def verify(ctx, name, hashes, as_json):
     that keeps the size and puts the modification time back included). Exit 0 clean, 1 on
     drift, 2 on bad input.
     """
-    from ..usecases.locking import verify_env
+    from ..usecases.drift import verify_env
 
     ctx.finish(verify_env(ctx.session, name, hashes), as_json)
 

@@ -225,33 +225,6 @@ def _compile(session: Session, requirements: list[str], python: str, target_plat
     return done.stdout
 
 
-@dataclass
-class VerifyResult(Result):
-    schema: ClassVar[str] = "envcheck.verify/1"
-    env: Any  # envs.env_info.EnvInfo
-    drift: Any  # envs.verify.Drift
-    adopted: bool = False  # the env had no baseline: its RECORDs were the reference, and one was taken
-
-    @property
-    def reference(self) -> str:
-        lock = (self.env.manifest.get("lock") or {}).get("digest")
-        return f"lock {lock}" if lock else "what was installed at create/add"
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.drift.clean else 1
-
-    def body(self) -> dict[str, Any]:
-        return {"env": self.env.name, "reference": self.reference,
-                "lock": (self.env.manifest.get("lock") or {}).get("digest"), "adopted": self.adopted,
-                **self.drift.to_json()}
-
-
-def verify_env(session: Session, name: str, hashes: bool = False) -> VerifyResult:
-    info, drift, adopted = session.store.verify(name, hashes)
-    return VerifyResult(info, drift, adopted)
-
-
 def create_from_lock(session: Session, name: str, lock_file: str, *, python: str | None = None,
                      installer: str | None = None, index: IndexSettings | None = None, offline: bool = False,
                      for_another_host: bool = False, link: bool = True, progress: Progress = SILENT):

@@ -26,7 +26,7 @@ TEXT = {
     "envcheck.usecases.catalogue:EnvListing": "text:env_listing",
     "envcheck.usecases.catalogue:EnvDetail": "text:env_detail",
     "envcheck.usecases.locking:LockResult": "locks:lock_written",
-    "envcheck.usecases.locking:VerifyResult": "locks:verified",
+    "envcheck.usecases.drift:VerifyResult": "locks:verified",
     "envcheck.validation.diagnose:Diagnosis": "text:diagnosis",
     "envcheck.usecases.report:StoredReports": "report:stored_reports",
     "envcheck.usecases.kernels:KernelInstalled": "kernel:kernel_installed",
