@@ -151,7 +151,7 @@ class HealthReport(Result):
 
     def body(self) -> dict[str, Any]:
         return {
-            "host": self.host.to_json(),  # what `envcheck gpu --json` says, read in the same session
+            "host": self.host.facts(),  # what `envcheck gpu --json` says (its envelope aside), read in the same session
             "level": LEVEL,
             "verdict": self.verdict,
             "node": {"checks": check_states(self.node, NODE_CHECKS),

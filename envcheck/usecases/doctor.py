@@ -49,7 +49,7 @@ class Diagnosis(Result):
         return envelope(verdict, problem, fix, [self.report.env] if verdict in OK_VERDICTS else [], facts)
 
     def body(self) -> dict[str, Any]:
-        return {"ok": self.ok, "host": self.host.to_json(), "selection": self.selection.to_json(),
+        return {"ok": self.ok, "host": self.host.facts(), "selection": self.selection.to_json(),
                 "report": self.report.to_json() if self.report else None,
                 "next_steps": self.next_steps}
 

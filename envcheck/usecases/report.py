@@ -69,7 +69,7 @@ class StoredReports(Result):
                    "degraded": verdicts.count("degraded"), "not_ready": verdicts.count("not-ready"),
                    "no_report": sum(e.report is None for e in self.envs),
                    "out_of_date": sum(e.current is False for e in self.envs)}
-        return {"generated": self.generated, "host": self.host.to_json(),
+        return {"generated": self.generated, "host": self.host.facts(),
                 "envs": [e.to_json() for e in self.envs], "summary": summary,
                 "next_steps": self.next_steps}
 

@@ -150,7 +150,7 @@ def _level1(ctx: Context, started: float) -> Report:
     verdict = verdict_of(checks)
     ctx.progress.done(verdict)
     return Report(env=info.name, verdict=verdict, checks=checks, devices=[], multi_replica=None,
-                  speedup=None, build={}, host=host.to_json(), fingerprint=fingerprint(info, host),
+                  speedup=None, build={}, host=host.facts(), fingerprint=fingerprint(info, host),
                   created=mf.now(), wall_s=round(time.perf_counter() - started, 3), smoke=False,
                   gpus_usable=len(usable), depth="quick", health=_section(ctx), level=1)
 
@@ -262,6 +262,6 @@ def validate(info: EnvInfo, host: HostState, *, devices: DeviceSpec = "all", smo
     return Report(env=info.name, verdict=verdict_of(checks), checks=checks, devices=smoke_checks.devices_json(ctx),
                   multi_replica=asdict(result.multi_replica) if result and result.multi_replica else None,
                   speedup=speedup, build=result.build if result else {},
-                  host=host.to_json(), fingerprint=fingerprint(info, host), created=mf.now(),
+                  host=host.facts(), fingerprint=fingerprint(info, host), created=mf.now(),
                   wall_s=round(time.perf_counter() - started, 3), smoke=smoke, gpus_usable=ctx.gpus_usable,
                   depth=depth, health=_section(ctx), level=level, figures=ctx.figures)
