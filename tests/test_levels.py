@@ -386,6 +386,7 @@ def test_gpu_level_1_reads_the_nodes_health_in_its_one_nvml_session(fake_nvml, h
     data = got.json()
     assert data["schema"] == "envcheck.health/1" and data["verdict"] == "not-ready" and data["drain"] == [1]
     assert [g["index"] for g in data["host"]["gpus"]] == [0, 1]  # what `gpu --json` says, too
+    assert "envelope" not in data["host"]  # the answer is the document's own envelope, once
     assert data["envelope"]["problem"].startswith("GPU 1: 2 uncorrected ECC errors")
     assert trace.read_text().split().count("nvmlInit_v2") + trace.read_text().split().count("nvmlInitWithFlags") == 1
     text = fake_nvml.cli(env, "gpu", "--level", "1")
@@ -397,6 +398,30 @@ def test_gpu_level_1_reads_the_nodes_health_in_its_one_nvml_session(fake_nvml, h
     assert plain.code == 0 and "level" not in plain.json()  # without --level: as before, no health read
     bad = fake_nvml.cli(env, "gpu", "--level", "3")
     assert bad.code == 2 and bad.err.count("\n") == 1 and "validate ENV --level 3" in bad.err
+
+
+def test_validate_level_1_on_a_node_without_an_env_answers_with_its_gpus(fake_nvml, home):
+    """A fresh GPU node (no env yet), as `dcgmi diag -r 1` is run there: level 1 reads no
+    framework, so `validate --level 1` needs no env and the node's GPUs answer; level 2 does."""
+    env = fake_nvml.env([A100, A100 + ",ecc=2/2"], ENVCHECK_HOME=str(home))
+    got = fake_nvml.cli(env, "validate", "--level", "1", "--json")
+    assert got.code == 1, got.err
+    doc = got.json()
+    assert doc["schema"] == "envcheck.validation/1" and doc["reports"] == [] and doc["summary"]["level"] == 1
+    health = doc["health"]
+    assert health["schema"] == "envcheck.health/1" and health["drain"] == [1]
+    assert "envelope" not in health and "envelope" not in health["host"]
+    answer = doc["envelope"]
+    assert answer["verdict"] == "not-ready" and answer["problem"].startswith("GPU 1: 2 uncorrected ECC errors")
+    assert "nvidia-smi -r -i 1" in answer["fix"] and answer["ready_envs"] == []
+    assert answer["node"]["health"]["drain"][0]["gpu"] == 1
+    text = fake_nvml.cli(env, "validate", "--level", "1")
+    assert text.code == 1 and "drain: GPU 1" in text.out and "envcheck: not ready: GPU 1:" in text.err
+    healthy = fake_nvml.env([A100, A100], ENVCHECK_HOME=str(home))
+    ready = fake_nvml.cli(healthy, "validate", "--level", "1", "--json")
+    assert ready.code == 0 and ready.json()["envelope"]["verdict"] == "ready", ready.err
+    level2 = fake_nvml.cli(healthy, "validate", "--json")
+    assert level2.code == 1 and "no env to use" in level2.err and "envcheck env create" in level2.err
 
 
 def test_level2_in_process_a_degraded_gpu_makes_the_env_degraded(gpu_env, home, monkeypatch):

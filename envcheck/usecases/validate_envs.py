@@ -4,12 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import UsageError
+from ..errors import OperationError, UsageError
 from ..progress import SILENT, Progress
-from ..results import OK_VERDICTS, VERDICTS, Result, envelope, node, node_host
+from ..results import ENVELOPE_KEY, OK_VERDICTS, VERDICTS, Result, envelope, node, node_host
 from ..validation.health import node_health
 
 if TYPE_CHECKING:
+    from ..host.level1 import HealthReport
     from ..validation.devices import DeviceSpec
     from ..validation.reports import Report
     from .session import Session
@@ -21,21 +22,29 @@ class ValidationRun(Result):
     reports: list[Report] = field(default_factory=list)
     strict: bool = False
     level: int = 2  # the health level (1 reads only, 2 + the env's checks, 3 + figures)
+    # Level 1 with no env named and none to choose: the node's GPUs alone answer, as `dcgmi diag
+    # -r 1` does (level 1 reads no framework, so it needs no env): `gpu --level 1`'s report.
+    health: HealthReport | None = None
 
     @property
     def verdict(self) -> str:
-        """The worst verdict of all reports."""
+        """The worst verdict of all reports (of the node's health where no env was validated)."""
+        if not self.reports and self.health is not None:
+            return self.health.verdict
         return max((r.verdict for r in self.reports), key=VERDICTS.index, default="not-ready")
 
     @property
     def exit_code(self) -> int:
         failed = {"not-ready", "degraded"} if self.strict else {"not-ready"}
-        return 1 if not self.reports or self.verdict in failed else 0
+        answered = self.reports or self.health is not None
+        return 1 if not answered or self.verdict in failed else 0
 
     def envelope(self) -> dict:
         """The worst verdict; the first failing (else warning) check of the first report with
         it; the envs that validated ready or degraded; the node: the host the first report
         read, and the level-1 health of the reports' sections."""
+        if not self.reports and self.health is not None:
+            return {**self.health.envelope(), "ready_envs": []}
         if not self.reports:
             return envelope("not-ready", "no env was validated", "envcheck validate NAME", [])
         worst = next(r for r in self.reports if r.verdict == self.verdict)
@@ -45,9 +54,12 @@ class ValidationRun(Result):
 
     def body(self) -> dict[str, Any]:
         counts = {v.replace("-", "_"): sum(r.verdict == v for r in self.reports) for v in VERDICTS}
-        return {"reports": [r.to_json() for r in self.reports],
-                "summary": {"envs": len(self.reports), **counts, "verdict": self.verdict,
-                            "strict": self.strict, "level": self.level}}
+        doc = {"reports": [r.to_json() for r in self.reports],
+               "summary": {"envs": len(self.reports), **counts, "verdict": self.verdict,
+                           "strict": self.strict, "level": self.level}}
+        if self.health is not None:  # an envcheck.health/1 document, as `gpu --level 1 --json` prints it
+            doc["health"] = {key: value for key, value in self.health.to_json().items() if key != ENVELOPE_KEY}
+        return doc
 
 
 def report_problem(report: Report) -> tuple[str | None, str | None]:
@@ -65,8 +77,9 @@ def validate_envs(session: Session, names: tuple[str, ...] = (), *, all_envs: bo
                   strict: bool = False, progress: Progress = SILENT, level: int = 2) -> ValidationRun:
     """Validate envs ``names``, or all of them, or (neither) the one `select` picks, on
     ``devices`` (``validation.devices.parse``'s Selection, or its text), at health ``level``
-    (level 1 reads each GPU once for every env, and stores nothing); ``progress`` hears each
-    env's checks and devices as they run."""
+    (level 1 reads each GPU once for every env, and stores nothing; with no env named and none
+    to choose, it answers with the node's GPUs alone); ``progress`` hears each env's checks and
+    devices as they run."""
     from ..validation.devices import Selection, parse, resolve
 
     if names and all_envs:
@@ -81,9 +94,14 @@ def validate_envs(session: Session, names: tuple[str, ...] = (), *, all_envs: bo
 
         targets = require_envs(session)
     else:
-        targets = [session.resolve_env(None).info]
+        try:
+            targets = [session.resolve_env(None).info]
+        except OperationError:
+            if level != 1:
+                raise
+            targets = []
     selection = resolve(selection, session.host)  # an unknown GPU fails before any env is validated
-    run = ValidationRun(strict=strict, level=level)
+    run = ValidationRun(strict=strict, level=level, health=None if targets else session.health)
     for info in targets:
         run.reports.append(session.validate_and_store(info, devices=selection, smoke=smoke, timeout=timeout,
                                                       progress=progress, level=level))

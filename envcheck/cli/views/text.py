@@ -153,7 +153,11 @@ def report_lines(report: Report) -> list[str]:
     return lines
 
 
-def validation(run) -> str:
+def validation(run) -> str | tuple[str, str]:
+    if not run.reports and run.health is not None:  # level 1 with no env: the node's GPUs alone
+        from .health import health_report
+
+        return health_report(run.health)
     return "\n\n".join("\n".join(report_lines(r)) for r in run.reports)
 
 
