@@ -14,8 +14,9 @@ MARKS`` in each worktree, wall time of the whole process. ``--coverage`` runs ea
 ``COVERAGE_PROCESS_START``), and prints each revision's line coverage of ``envcheck/``; its
 times are not the suite's (coverage slows it) and are not reported.
 
-Prints a markdown table and writes bench/results/tests.json (or tests_coverage.json).
-Timing only, no assertions; a failing suite is reported as such.
+Prints a markdown table and writes bench/results/tests.json (or tests_coverage.json), and each
+run's whole pytest output to bench/results/tests-before.log and tests-after.log. Timing only, no
+assertions; a failing suite is reported as such, naming the tests that failed.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def prepare(rev: str, work: Path, coverage: bool) -> tuple[str, Path, Path]:
     return commit, tree, python
 
 
-def run_suite(tree: Path, python: Path, marks: str, coverage: bool) -> dict:
+def run_suite(tree: Path, python: Path, marks: str, coverage: bool, log: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = f"{python.parent}:{env['PATH']}"
     cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marks]
@@ -72,8 +73,11 @@ def run_suite(tree: Path, python: Path, marks: str, coverage: bool) -> dict:
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    log.write_text(proc.stdout + proc.stderr)
     last = (proc.stdout.strip().splitlines() or [""])[-1]
-    result = {"seconds": round(seconds, 1), "exit": proc.returncode, "summary": last.strip("= ")}
+    failed = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    result = {"seconds": round(seconds, 1), "exit": proc.returncode, "summary": last.strip("= "),
+              "failed": failed}
     if coverage:
         rcfile = f"--rcfile={tree / '.coveragerc-bench'}"
         subprocess.run([str(python), "-m", "coverage", "combine", rcfile], cwd=tree, env=env,
@@ -97,12 +101,14 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/envcheck-bench-tests"))
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
     sides = {name: prepare(rev, args.work, args.coverage)
              for name, rev in (("before", args.before), ("after", args.after))}
     results = {}
     for name, (commit, tree, python) in sides.items():
         print(f"running the suite at {name} ({commit[:9]}) ...", file=sys.stderr, flush=True)
-        results[name] = {"commit": commit, **run_suite(tree, python, args.marks, args.coverage)}
+        log = ROOT / "bench" / "results" / f"tests{'_coverage' if args.coverage else ''}-{name}.log"
+        results[name] = {"commit": commit, **run_suite(tree, python, args.marks, args.coverage, log)}
     print(f"\n`pytest -m '{args.marks}'`" + (" under coverage" if args.coverage else "") + "\n")
     if args.coverage:
         print("| revision | tests | line coverage of envcheck/ |\n|---|---|---|")
@@ -114,6 +120,9 @@ def main() -> None:
         print("| revision | tests | wall time |\n|---|---|---|")
         for name, r in results.items():
             print(f"| {name} {r['commit'][:9]} | {r['summary']} | {r['seconds']:.0f} s |")
+        for name, r in results.items():
+            for test in r["failed"]:
+                print(f"failed in {name}: {test}")
         ratio = results["after"]["seconds"] / results["before"]["seconds"]
         print(f"\nafter / before: {ratio:.2f}x (target <= 0.5x)")
     out = ROOT / "bench" / "results" / ("tests_coverage.json" if args.coverage else "tests.json")
