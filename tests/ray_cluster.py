@@ -213,8 +213,9 @@ def python_without_envcheck(folder: Path) -> Path:
 
 def envcheck_of_version(folder: Path, wheels: Path, version: str) -> Path:
     """A venv (seeing this interpreter's packages, through a .pth line: this interpreter may
-    itself be a venv, whose packages ``--system-site-packages`` would not show) with this
-    checkout's envcheck installed as version ``version``: the bin folder holding its ``envcheck``."""
+    itself be a venv, whose packages ``--system-site-packages`` would not show, or one that sees
+    its base interpreter's: those too) with this checkout's envcheck installed as version
+    ``version``: the bin folder holding its ``envcheck``."""
     from wheelhouse import build_wheel
 
     files = {str(p.relative_to(ROOT)): p.read_text() for p in (ROOT / "envcheck").rglob("*")
@@ -225,7 +226,8 @@ def envcheck_of_version(folder: Path, wheels: Path, version: str) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     import sysconfig
 
-    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    ours = dict.fromkeys([*(sysconfig.get_paths()[key] for key in ("purelib", "platlib")),
+                          *(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))])
     site = folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     # after the venv's own folder, so its envcheck wins over this checkout's editable one
     (site / "zz_test_interpreter.pth").write_text("".join(f"{path}\n" for path in ours))
