@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # the disposition a terminal gives them. Ignoring SIGINT stays envcheck's users' right.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP under `nohup`: envcheck keeps a hang-up ignored where it was (as nohup's users
+# want), so the hang-up tests need the disposition a terminal gives.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @dataclass
