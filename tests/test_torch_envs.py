@@ -572,10 +572,10 @@ def test_an_index_that_never_answers_costs_seconds_not_minutes(cli, home, local_
         write_preset(home, "pt", indexed_preset(url))
         started = time.monotonic()
         r = cli("env", "create", "pt", "--preset", "pt", *empty_index, "--find-links", str(local_wheels),
-                timeout=60)
+                timeout=60, env={"ENVCHECK_INDEX_TIMEOUT": "0.8"})
         elapsed = time.monotonic() - started
     assert r.code == 0, r.err
-    assert 2.5 < elapsed < 20, elapsed  # the 3 s wait, then the install
+    assert 0.8 < elapsed < 20, elapsed  # the wait it was given (default 3 s), then the install
     assert manifest(home, "pt")["index"]["unreachable"] == [url] and url in r.err
 
 
@@ -638,11 +638,22 @@ def test_a_given_index_that_hangs_is_named_and_fails_within_the_probe(cli, home,
     with_password = hanging_index.replace("http://", "http://bob:s3cr3t@")
     # the installer alone would retry for over 2 minutes
     r = cli("env", "create", "pt", "--preset", "pt", option, with_password, "--find-links", str(local_wheels),
-            timeout=60)
+            timeout=60, env={"ENVCHECK_INDEX_TIMEOUT": "0.8"})
     assert r.code == 2, r.err
     shown = hanging_index.replace("http://", "http://***@")
-    assert r.err.count("\n") == 1 and f"the index {shown} could not be reached: no answer within 3 s" in r.err
+    assert r.err.count("\n") == 1 and f"the index {shown} could not be reached: no answer within 0.8 s" in r.err
     assert "s3cr3t" not in r.out + r.err and "the default index" not in r.err
+    assert not (home / "envs").exists() or not any((home / "envs").iterdir())
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "nan"])
+def test_a_bad_index_timeout_is_exit_2_on_one_line_naming_it(cli, home, local_wheels, hanging_index, value):
+    write_preset(home, "pt", CPU)
+    r = cli("env", "create", "pt", "--preset", "pt", "--extra-index-url", hanging_index,
+            "--find-links", str(local_wheels), env={"ENVCHECK_INDEX_TIMEOUT": value})
+    assert r.code == 2, r.err
+    assert r.err.count("\n") == 1 and f"ENVCHECK_INDEX_TIMEOUT='{value}' is not a number of seconds" in r.err
+    assert "ENVCHECK_INDEX_TIMEOUT=10" in r.err
     assert not (home / "envs").exists() or not any((home / "envs").iterdir())
 
 

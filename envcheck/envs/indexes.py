@@ -19,7 +19,8 @@ from .. import processes
 from ..child_env import clean_environ  # what pip config list runs with: the clean environment
 from ..errors import UsageError
 
-PROBE_TIMEOUT = 3.0  # seconds an index has to answer before an install uses it
+PROBE_TIMEOUT = 3.0  # seconds an index has to answer before an install uses it, unless set:
+PROBE_TIMEOUT_VAR = "ENVCHECK_INDEX_TIMEOUT"  # (seconds) for a slow proxy or a far mirror
 TLS_ANSWER = 0  # probe's status for an index whose TLS handshake failed here
 
 
@@ -87,10 +88,11 @@ class IndexSettings:
     def _secret_links(self) -> bool:
         return any(_CREDENTIALS.search(link) for link in self.find_links)
 
-    def with_preset_indexes(self, urls: tuple[str, ...], timeout: float = PROBE_TIMEOUT) -> "IndexSettings":
+    def with_preset_indexes(self, urls: tuple[str, ...], timeout: float | None = None) -> "IndexSettings":
         """These settings checked, with a preset's extra indexes ``urls`` added where they
-        answer. The indexes are asked together, each within ``timeout``, so an index that
-        never answers costs seconds, not the installer's minutes of retries:
+        answer. The indexes are asked together, each within ``timeout`` (default
+        ``probe_timeout()``), so an index that never answers costs seconds, not the
+        installer's minutes of retries:
 
         - the indexes given (the command line's, else pip's configuration; http and https):
           one that gives no HTTP answer at all is a UsageError naming it;
@@ -101,6 +103,7 @@ class IndexSettings:
         With ``--no-index`` no index is used, and none is asked."""
         if self.no_index:
             return self
+        timeout = probe_timeout() if timeout is None else timeout
         given = tuple(u for u in dict.fromkeys((self.index_url or "", *self.extra_index_urls))
                       if u.lower().startswith(("http://", "https://")))
         new = tuple(u for u in dict.fromkeys(urls) if u not in self.extra_index_urls and u != self.index_url)
@@ -135,6 +138,23 @@ class IndexSettings:
             "no_index": self.no_index,
             **({"unreachable": [redact(u) for u in self.unreachable]} if self.unreachable else {}),
         }
+
+
+def probe_timeout() -> float:
+    """Seconds an index has to answer: ``$ENVCHECK_INDEX_TIMEOUT``, else ``PROBE_TIMEOUT``. A
+    value that is not a finite number above 0 is a UsageError naming the variable."""
+    text = os.environ.get(PROBE_TIMEOUT_VAR, "").strip()
+    if not text:
+        return PROBE_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise UsageError(f"{PROBE_TIMEOUT_VAR}={text!r} is not a number of seconds above 0",
+                         f"set it to the seconds an index may take to answer (default "
+                         f"{PROBE_TIMEOUT:g}), e.g. {PROBE_TIMEOUT_VAR}=10, or unset it")
+    return seconds
 
 
 def probe(urls: tuple[str, ...], timeout: float = PROBE_TIMEOUT) -> dict[str, int | str]:
