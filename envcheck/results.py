@@ -73,8 +73,13 @@ class Result:
         that answers no readiness question (a listing, a cache's size)."""
         return None
 
+    def facts(self) -> dict:
+        """The document without its envelope: what another document nests (a host in a health
+        report, a health report in a validation)."""
+        return {"schema": self.schema, **self.body()}
+
     def to_json(self) -> dict:
-        data = {"schema": self.schema, **self.body()}
+        data = self.facts()
         answer = self.envelope()
         if answer is not None:
             data[ENVELOPE_KEY] = answer

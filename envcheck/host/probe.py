@@ -177,10 +177,6 @@ class HostState(Result):
         facts = node(self.facts())
         return envelope("not-ready", *reason, node_facts=facts) if reason else envelope("ready", node_facts=facts)
 
-    def facts(self) -> dict[str, Any]:
-        """The ``envcheck.host/1`` document without its envelope."""
-        return {"schema": self.schema, **self.body()}
-
     def body(self) -> dict[str, Any]:
         return {
             "nvml": {"status": self.nvml_status, "message": self.message, "fix": self.fix},

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import OperationError, UsageError
 from ..progress import SILENT, Progress
-from ..results import ENVELOPE_KEY, OK_VERDICTS, VERDICTS, Result, envelope, node, node_host
+from ..results import OK_VERDICTS, VERDICTS, Result, envelope, node, node_host
 from ..validation.health import node_health
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class ValidationRun(Result):
                "summary": {"envs": len(self.reports), **counts, "verdict": self.verdict,
                            "strict": self.strict, "level": self.level}}
         if self.health is not None:  # an envcheck.health/1 document, as `gpu --level 1 --json` prints it
-            doc["health"] = {key: value for key, value in self.health.to_json().items() if key != ENVELOPE_KEY}
+            doc["health"] = self.health.facts()
         return doc
 
 
