@@ -286,21 +286,23 @@ def test_lock_files_that_are_not_locks(env, tmp_path):
     from envcheck.envs.locks import parse_lock, read_lock
     from envcheck.errors import UsageError
 
-    cases = {"not TOML": "[[packages]\n", "lock-version": 'lock-version = "2.0"\n[[packages]]\nname = "a"\n',
-             "only a source distribution": 'lock-version = "1.0"\n[[packages]]\nname = "a"\nversion = "1"\n'
-                                          'sdist = { url = "https://x/a-1.tar.gz", hashes = { sha256 = "00" } }\n',
-             "no url or path, or no sha256": 'lock-version = "1.0"\n[[packages]]\nname = "a"\nversion = "1"\n'
-                                             'wheels = [{ url = "https://x/a-1-py3-none-any.whl" }]\n'}
+    top = 'lock-version = "1.0"\ncreated-by = "t"\n'
+    cases = {"is not TOML": "[[packages]\n",
+             "pylock version 2.0 is not supported": 'lock-version = "2.0"\ncreated-by = "t"\npackages = []\n',
+             "its sha256 is not 64": top + '[[packages]]\nname = "a"\nversion = "1"\n'
+                                     'sdist = { url = "https://x/a-1.tar.gz", hashes = { sha256 = "00" } }\n',
+             "wheels[0].hashes'": top + '[[packages]]\nname = "a"\nversion = "1"\n'
+                              'wheels = [{ url = "https://x/a-1-py3-none-any.whl" }]\n'}
     for said, text in cases.items():
         path = tmp_path / "pylock.toml"
         path.write_text(text)
         with pytest.raises(UsageError) as err:
             read_lock(path)
         assert said in err.value.message
-    good = parse_lock({"lock-version": "1.0", "packages": [
-        {"name": "Foo_Bar", "version": "1.0", "wheels": [{"url": "https://x/Foo_Bar-1.0-py3-none-any.whl",
+    good = parse_lock({"lock-version": "1.0", "created-by": "t", "packages": [
+        {"name": "foo-bar", "version": "1.0", "wheels": [{"url": "https://x/Foo_Bar-1.0-py3-none-any.whl",
                                                          "hashes": {"sha256": "a" * 64}}]}]}, "sha256:x")
-    assert good.pins == {"foo-bar": "1.0"}
+    assert [(p.name, p.version) for p in good.packages] == [("foo-bar", "1.0")]
 
 
 def test_preset_variants_are_parsed_in_order_and_checked(tmp_path):

@@ -78,15 +78,19 @@ class Installer(ABC):
         """The command line that installs ``requirements`` into the env of ``env_python``."""
 
     def install_locked(self, env_python: Path, hashed: Path, index: IndexSettings, log: Path,
-                       progress: Progress = SILENT, offline: bool = False) -> None:
+                       progress: Progress = SILENT, offline: bool = False, binary_only: bool = True) -> None:
         """Install exactly the files of a lock: ``hashed`` is its requirements file
-        (``locks.hashed_requirements``: one pin and every allowed hash per package), installed
-        with ``--require-hashes --no-deps --only-binary :all:``, so nothing is resolved, nothing
-        else pulled in, and a file whose hash differs is refused. ``offline``: no index and no
-        network at all, only ``index``'s find-links folders."""
+        (``wheelhouse.Staged.requirements``: one pin and the chosen file's hashes per package),
+        installed with ``--require-hashes --no-deps`` (and ``--only-binary :all:`` when
+        ``binary_only``: every file a wheel), so nothing is resolved, nothing else pulled in,
+        and a file whose hash differs is refused. ``offline``: no index and no network at all,
+        only ``index``'s find-links folders."""
         from .install_output import reader
 
         cmd = self.locked_command(env_python, hashed, index, offline)
+        if not binary_only:
+            at = cmd.index("--only-binary")
+            del cmd[at:at + 2]
         code, tail = run_logged(cmd, log, self.environ(index, offline), reader(self.name, progress))
         if code != 0:
             raise install_failure(self.name, [f"the lock's packages ({hashed.name})"], index, tail, log)

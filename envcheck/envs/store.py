@@ -186,11 +186,12 @@ class EnvStore:
         return create_env(self, name, preset, python=python, add=add, installer=installer, index=index,
                           keep_log=keep_log, progress=progress, link=link)
 
-    def create_from_lock(self, name: str, lock, **options) -> EnvInfo:
-        """Create env NAME with exactly a lock's files (``transactions.create_from_lock``)."""
+    def create_from_lock(self, name: str, lock, selected, interpreter, preset, **options) -> EnvInfo:
+        """Create env NAME with exactly the files of a lock ``selected`` for ``interpreter``
+        (``transactions.create_from_lock``)."""
         from .transactions import create_from_lock
 
-        return create_from_lock(self, name, lock, **options)
+        return create_from_lock(self, name, lock, selected, interpreter, preset, **options)
 
     def verify(self, name: str, hashes: bool = False):
         """(the env, its ``verify.Drift`` since its baseline, whether the baseline was taken now).

@@ -60,7 +60,8 @@ def create_env(store: EnvStore, name: str, preset: Preset, *, python: str | None
 
     def same(m: dict) -> bool:
         return m.get("lock") is None and (m.get("preset") or {}).get("hash") == preset.content_hash \
-            and m.get("requested") == requirements and m.get("python") == record["python"]
+            and m.get("requested") == requirements and m.get("python") == record["python"] \
+            and m.get("index") == record["index"]  # where the user said packages come from
 
     def install(log: Path) -> None:
         backend.create_venv(str(interpreter.path), target, log)
@@ -71,62 +72,80 @@ def create_env(store: EnvStore, name: str, preset: Preset, *, python: str | None
                  keep_log, progress)
 
 
-def create_from_lock(store: EnvStore, name: str, lock, *, python: str | None = None, installer: str | None = None,
-                     index=None, offline: bool = False, keep_log: bool = False, progress: Progress = SILENT,
-                     link: bool = True) -> EnvInfo:
-    """Create env NAME with exactly the files of ``lock`` (``locks.Lock``), hashes checked,
-    nothing resolved; a transaction as ``create_env``. ``offline``: no index and no network,
-    the wheels only from ``index``'s find-links folders (the lock's own folder, a wheelhouse,
-    when none is given), each locked wheel checked present before anything changes."""
+def create_from_lock(store: EnvStore, name: str, lock, selected, interpreter, preset: dict[str, Any], *,
+                     installer: str | None = None, index=None, offline: bool = False, keep_log: bool = False,
+                     progress: Progress = SILENT, link: bool = True) -> EnvInfo:
+    """Create env NAME with exactly the files ``selected`` of ``lock`` (``locks.Lock.select``
+    for ``interpreter``), hashes checked, nothing resolved; a transaction as ``create_env``.
+    Each file is found and checked by ``wheelhouse`` before the installer sees it: the lock's
+    paths and URLs, the find-links folders, else an index by name with the hash.
+    ``offline``: no index and no network, the files only from the lock's paths and ``file:``
+    URLs and ``index``'s find-links folders (the lock's own folder, a wheelhouse, when none is
+    given), each checked present before anything changes. ``preset``: what the manifest
+    records as the env's preset."""
     from .indexes import IndexSettings, configured
     from .installers import choose_backend
-    from .pythons import find_python
-    from .wheelhouse import missing
+    from .locks import pins
+    from .wheelhouse import plan, stage
 
     check_name(name)
     store._settle(name)
-    where = f"lock {lock.source}" if lock.source else "the lock"
-    if not lock.python:
-        raise UsageError(f"{where} names no target Python ([tool.envcheck] python)",
-                         "lock it with envcheck env lock, which records it")
-    interpreter = find_python(f"=={lock.python}.*", python, needed_by=where)
     backend = choose_backend(installer)
     backend.cache_dir = store.home.uv_cache
-    if offline:
-        given = tuple(index.find_links) if index is not None and index.find_links else ()
-        folders = given or ((str(lock.source.parent),) if lock.source else ())
-        settings = IndexSettings(no_index=True, find_links=folders)
-        absent = missing(lock, [Path(f) for f in folders])
-        if absent:
-            raise UsageError(f"--offline: {len(absent)} locked wheel(s) are not in {', '.join(folders) or 'any folder'}: "
-                             f"{', '.join(absent[:3])}{' ...' if len(absent) > 3 else ''}",
-                             "give the wheelhouse made with `envcheck env lock --wheelhouse DIR` as --find-links DIR")
-    else:
-        settings = configured(index).with_preset_indexes(tuple(lock.preset.get("indexes") or ()))
+    given = tuple(index.find_links) if index is not None and index.find_links else ()
+    folders = given or ((str(lock.source.parent),) if offline and lock.source else ())
+    settings = IndexSettings(no_index=True, find_links=folders) if offline else configured(index)
     target = store.home.env_dir(name)
     _refuse_foreign(store, name, target)
-    record = _record(name, dict(lock.preset), [f"{n}=={v}" for n, v in lock.pins.items()], interpreter, backend,
-                     settings)
-    record["lock"] = {**lock.summary(), "source": str(lock.source) if lock.source else None}
+    staged = plan(lock, selected, [Path(f) for f in folders], offline, target / STAGE)
+    record = _record(name, preset, [s.pin for s in selected], interpreter, backend, settings)
+    record["lock"] = {**lock.summary(selected), "source": str(lock.source) if lock.source else None}
+    wanted = pins(selected)
 
     def same(m: dict) -> bool:
         return (m.get("lock") or {}).get("digest") == lock.digest and m.get("python") == record["python"]
 
     def install(log: Path) -> None:
-        from .locks import hashed_requirements
-
         backend.create_venv(str(interpreter.path), target, log)
         hashed = target / ".envcheck-lock-requirements.txt"
-        hashed.write_text(hashed_requirements(lock), encoding="utf-8")
         try:
-            backend.install_locked(env_python(target), hashed, settings, log, progress, offline)
+            stage(staged, selected, settings, progress, store.notice)
+            hashed.write_text(staged.requirements(selected), encoding="utf-8")
+            backend.install_locked(env_python(target), hashed, _sources(staged, selected, settings, offline), log,
+                                   progress, offline, binary_only=all(s.file.kind == "wheel" for s in selected))
         finally:
             hashed.unlink(missing_ok=True)
-        _check_pins(target, lock.pins, log)
+            shutil.rmtree(staged.folder, ignore_errors=True)
+        _check_pins(target, wanted, log)
 
     return _make(store, name, target, record, install, _twin(store, name, same) if link else None,
-                 f"creating env {name} from {where} ({len(lock.packages)} packages) with {backend.name}, "
+                 f"creating env {name} from {lock.where} ({len(selected)} packages) with {backend.name}, "
                  f"python {interpreter.version}", keep_log, progress)
+
+
+STAGE = ".envcheck-lock-files"  # inside the env while it is made: the lock's files, checked
+
+
+def _sources(staged, selected, settings, offline: bool):
+    """Where the installer looks: the staged files alone when every file is there; else also
+    the index of each package left to one (the lock's ``index``: a URL, or a ``file:``
+    folder), then the configured indexes."""
+    from dataclasses import replace
+    from urllib.parse import unquote, urlsplit
+
+    from .indexes import IndexSettings
+
+    if offline or not staged.from_index:
+        return IndexSettings(no_index=True, find_links=(str(staged.folder),))
+    urls, folders = [], []
+    for i in staged.from_index:
+        own = selected[i].package.index
+        if own and own.startswith("file:"):
+            folders.append(unquote(urlsplit(own).path))
+        elif own and own not in urls and own != settings.index_url and own not in settings.extra_index_urls:
+            urls.append(own)
+    return replace(settings, extra_index_urls=(*settings.extra_index_urls, *urls),
+                   find_links=(str(staged.folder), *settings.find_links, *dict.fromkeys(folders)))
 
 
 def _record(name: str, preset: dict[str, Any], requirements: list[str], interpreter, backend, settings) -> dict:

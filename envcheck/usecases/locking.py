@@ -47,7 +47,8 @@ class LockResult(Result):
 
     def body(self) -> dict[str, Any]:
         return {"output": self.output, "digest": self.lock.digest, "target": self.target,
-                "packages": self.lock.pins, "wheelhouse": self.wheelhouse, "wheels": self.wheels}
+                "packages": {p.name: p.version for p in self.lock.packages}, "wheelhouse": self.wheelhouse,
+                "wheels": self.wheels}
 
 
 def host_platform() -> str:
@@ -118,6 +119,7 @@ def lock_env(session: Session, *, name: str | None = None, preset_name: str | No
     check_output_name(output)
     if target_platform is not None and not _PLATFORM.fullmatch(target_platform):
         raise UsageError(f"bad --platform {target_platform!r}", "give it as uv names it, e.g. x86_64-manylinux_2_28")
+    foreign = bool(target_platform and target_platform != host_platform() or python or for_driver)
     target_platform = target_platform or host_platform()
     info = session.store._require_ready(name) if name else None
     preset = None if info else resolve_preset(session.home, name=preset_name, file=preset_file)
@@ -143,6 +145,12 @@ def lock_env(session: Session, *, name: str | None = None, preset_name: str | No
     text = finish(raw, tool, environments(py, target_platform), f"envcheck env lock {name or preset_json.get('name')} "
                   f"(variant {chosen}, python {py}, {target_platform})")
     lock = parse_lock(_toml(text), digest_of(text.encode()), None if output == "-" else Path(output).resolve())
+    local = [p.files[0].filename for p in lock.packages
+             if p.files and all(f.path is None and (f.url or "").startswith("file:") for f in p.files)]
+    if foreign and local:
+        session.observer.notice(f"{len(local)} locked file(s) come only from file: URLs of this host "
+                        f"({', '.join(local[:3])}{' ...' if len(local) > 3 else ''}): the target needs the same "
+                        "folders, or a wheelhouse (--wheelhouse DIR) copied to it")
     if output != "-":
         try:
             write_bytes(Path(output), text.encode(), 0o666)
@@ -228,40 +236,61 @@ def _compile(session: Session, requirements: list[str], python: str, target_plat
 def create_from_lock(session: Session, name: str, lock_file: str, *, python: str | None = None,
                      installer: str | None = None, index: IndexSettings | None = None, offline: bool = False,
                      for_another_host: bool = False, link: bool = True, progress: Progress = SILENT):
-    """`env create NAME --lock FILE`: exactly the locked files (``envs.transactions.create_from_lock``).
-    A lock for another kind of machine (its Python, its platform's OS and machine) is refused,
-    as is a GPU lock this host can't train with, unless ``for_another_host``."""
+    """`env create NAME --lock FILE`: exactly the locked files the chosen interpreter selects
+    (``envs.transactions.create_from_lock``), as ``prepare`` says."""
     from ..envs.locks import read_lock
     from .catalogue import EnvDetail
 
     lock = read_lock(lock_file)
-    if python and _PYTHON.fullmatch(python.strip()) and lock.python and python.strip() != lock.python:
-        raise UsageError(f"--python {python} but the lock is for python {lock.python}",
-                         f"leave --python out, or lock again for python {python}")
-    if not for_another_host:
-        _refuse_foreign_lock(session, lock)
-    info = session.store.create_from_lock(name, lock, python=python, installer=installer, index=index,
-                                          offline=offline, progress=progress, link=link)
+    interpreter, selected, preset = prepare(session, lock, python, for_another_host)
+    info = session.store.create_from_lock(name, lock, selected, interpreter, preset, installer=installer,
+                                          index=index, offline=offline, progress=progress, link=link)
     return EnvDetail(info, created=True)
 
 
-def _refuse_foreign_lock(session: Session, lock: Lock) -> None:
-    """A lock made for a machine unlike this one is bad input here (``--for-another-host`` makes it anyway)."""
-    where = f"lock {lock.source}"
-    target = lock.tool.get("platform")
-    here = host_platform()
-    if target and (target.split("-")[0] != here.split("-")[0] or ("linux" in target) != ("linux" in here)):
-        raise UsageError(f"{where} is for {target}, and this host is {here}",
-                         "lock for this platform (--platform), or pass --for-another-host")
-    if (lock.preset or {}).get("kind") != "gpu":
-        return
-    from .variants import misfit_for
+def prepare(session: Session, lock: Lock, python: str | None = None, for_another_host: bool = False):
+    """(the interpreter, what it selects of ``lock``, the preset the manifest records) for an
+    env made from ``lock`` here. The interpreter is the one ``--python`` names, else the first
+    here the lock is for (its ``requires-python`` and ``environments``: ``envs.targets``); a
+    lock for none is bad input in its own words. A GPU lock (its ``[tool.envcheck]`` preset
+    says so) this host can't train with is refused, and a GPU build that can't use this
+    host's GPUs where it has some, unless ``for_another_host``."""
+    from ..envs.locks import pins
+    from ..envs.targets import choose
 
+    interpreter, _, selected = choose(lock, python)
+    installed = pins(selected)
+    preset = dict(lock.preset) or _preset_of(installed)
+    if not for_another_host:
+        _refuse_misfit(session, lock, installed, interpreter, preset)
+    return interpreter, selected, preset
+
+
+def _preset_of(installed: dict[str, str]) -> dict[str, Any]:
+    """What the manifest says of a lock without ``[tool.envcheck]``: read from its build."""
+    from .. import frameworks
+
+    build = frameworks.build_from_packages(installed)
+    if build is None:
+        return {"name": None, "kind": "cpu", "framework": None}
+    return {"name": None, "kind": "gpu" if build.gpu_capable else "cpu", "framework": build.framework,
+            "cuda": build.cuda, "cudnn": build.cudnn, "libraries": []}
+
+
+def _refuse_misfit(session: Session, lock: Lock, installed: dict[str, str], interpreter, preset) -> None:
+    """A GPU lock this host can't train with is bad input here (``--for-another-host`` makes it anyway)."""
+    from .variants import misfit_for
     from ..envs.presets import parse_requirement
     from ..host.compat import HostProfile
 
-    pins = tuple(parse_requirement(f"{n}=={v}") for n, v in lock.pins.items())
-    why = misfit_for(pins, HostProfile.from_host(session.host, python=lock.python))
+    declared = (lock.preset or {}).get("kind") == "gpu"
+    if not declared and preset.get("kind") != "gpu":
+        return
+    profile = HostProfile.from_host(session.host, python=f"{interpreter.version.major}.{interpreter.version.minor}")
+    if not declared and not profile.gpu_ccs:
+        return  # a GPU-capable build without a GPU here trains on the CPU, as pip would install it
+    why = misfit_for(tuple(parse_requirement(f"{n}=={v}") for n, v in installed.items()), profile)
     if why is not None:
-        raise UsageError(f"this host can't train with {where} (variant {lock.variant}): {why}",
-                         "make it on a host its variant fits, or pass --for-another-host")
+        raise UsageError(f"this host can't train with {lock.where}"
+                         f"{f' (variant {lock.variant})' if lock.variant else ''}: {why}",
+                         "make it on a host its build fits, or pass --for-another-host")

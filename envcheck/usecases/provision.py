@@ -245,12 +245,21 @@ def ensure(store: EnvStore, preset: Preset, *, installer: str | None = None,
                    lambda info: _compare(info, preset), wait, progress)
 
 
-def ensure_lock(store: EnvStore, lock: Lock, name: str, *, installer: str | None = None,
+def ensure_lock(session: Session, lock: Lock, name: str, *, installer: str | None = None,
                 index: IndexSettings | None = None, offline: bool = False, wait: float = DEFAULT_WAIT,
                 progress: Progress = SILENT) -> Outcome:
     """Make env ``name`` from ``lock`` unless it already is (from the same lock: unchanged; from
-    anything else: stale, left as it is)."""
+    anything else: stale, left as it is). What it installs is chosen as `env create --lock`
+    chooses (``locking.prepare``)."""
+    from .locking import prepare
+
+    store = session.store
     label = f"lock {lock.source}"
+
+    def make() -> None:
+        interpreter, selected, preset = prepare(session, lock)
+        store.create_from_lock(name, lock, selected, interpreter, preset, installer=installer, index=index,
+                               offline=offline, keep_log=True, progress=progress)
 
     def compare(info: EnvInfo) -> Outcome:
         rebuild = f"envcheck env remove {name} --yes && envcheck provision --lock {lock.source} --name {name}"
@@ -261,10 +270,7 @@ def ensure_lock(store: EnvStore, lock: Lock, name: str, *, installer: str | None
                            f"({lock.digest[:19]}...); left as it is", fix=rebuild)
         return Outcome(name, label, "unchanged", f"already made from this lock on {info.manifest.get('created')}")
 
-    return _ensure(store, name, label, f"created from {label}",
-                   lambda: store.create_from_lock(name, lock, installer=installer, index=index, offline=offline,
-                                                  keep_log=True, progress=progress),
-                   compare, wait, progress)
+    return _ensure(store, name, label, f"created from {label}", make, compare, wait, progress)
 
 
 def _ensure(store: EnvStore, name: str, label: str, created: str, make: Callable[[], object],
@@ -365,7 +371,7 @@ def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str
         if not name:
             raise UsageError(f"lock {lock.source} names no env", "pass --name NAME")
         check_name(name)
-        todo = [(name, lambda: ensure_lock(session.store, lock, name, installer=installer, index=index,
+        todo = [(name, lambda: ensure_lock(session, lock, name, installer=installer, index=index,
                                            offline=offline, wait=wait, progress=progress))]
     else:
         planned = plan(session.home, names, files, auto, session.host if auto else None, framework)

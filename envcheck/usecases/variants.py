@@ -52,9 +52,48 @@ def misfit_for(requirements: Sequence[Requirement], profile: HostProfile,
     return None
 
 
+def narrowed(preset: Preset, profile: HostProfile) -> Preset | None:
+    """``preset`` with its framework requirement narrowed to the releases of the framework's
+    table it admits whose build the compat rules let train on ``profile`` (``torch>=2.8`` for
+    an R535 driver: ``torch>=2.8,!=2.11.*,...,<2.16``, so the resolver takes the newest build
+    that fits, not the newest there is); None when no release it admits fits."""
+    from dataclasses import replace
+
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    for at, requirement in enumerate(preset.requirements):
+        framework = frameworks.of_distribution(requirement.name)
+        if framework is None:
+            continue
+        releases = framework.releases()
+        admitted = [r for r in releases if requirement.specifier.contains(Version(f"{r}.0"), prereleases=True)]
+        fits = [r for r in admitted if _trains(requirement.name, r, profile)]
+        if not fits or not releases:
+            return None
+        newest = Version(releases[0]).release
+        above = ".".join(map(str, (*newest[:-1], newest[-1] + 1)))  # releases the table doesn't know: not judged
+        clauses = [str(requirement.specifier)] if str(requirement.specifier) else []
+        clauses += [f"!={r}.*" for r in admitted if r not in fits] + [f"<{above}"]
+        narrow = type(requirement)(str(requirement))
+        narrow.specifier = SpecifierSet(",".join(clauses))
+        requirements = (*preset.requirements[:at], narrow, *preset.requirements[at + 1:])
+        candidate = replace(preset, requirements=requirements, packages=[str(r) for r in requirements])
+        return candidate if misfit_for(requirements, profile, preset.requires_python) is None else None
+    return None
+
+
+def _trains(dist: str, release: str, profile: HostProfile) -> bool:
+    from ..host.compat import judge
+
+    build = frameworks.framework_build(dist, f"{release}.0")
+    verdict = judge(build, profile) if build is not None else None
+    return verdict is not None and verdict.verdict != "fail" and verdict.uses_gpu
+
+
 def for_target(preset: Preset, profile: HostProfile, asked: str | None = None) -> Preset:
-    """The variant a target gets (a CPU preset: itself); a UsageError with each variant's reason
-    when none fits."""
+    """The variant a target gets (a CPU preset: itself), its framework narrowed to the builds
+    that fit (``narrowed``); a UsageError with each variant's reason when none fits."""
     if preset.kind != "gpu":
         return preset.with_variant(asked) if asked else preset
     reasons = []
@@ -62,6 +101,9 @@ def for_target(preset: Preset, profile: HostProfile, asked: str | None = None) -
         why = misfit_for(variant.requirements, profile, variant.requires_python)
         if why is None:
             return variant
+        fitting = narrowed(variant, profile) if profile.gpu_ccs else None
+        if fitting is not None:
+            return fitting
         reasons.append(f"{variant.variant}: {why}")
     raise UsageError(f"no GPU variant of preset {preset.name} fits the target "
                      f"(driver {profile.driver_version or 'none'}, GPUs {', '.join(profile.gpu_ccs) or 'none'}): "
@@ -88,6 +130,24 @@ def for_this_host(host: HostState, preset: Preset, python: str | None = None, as
             misfit = (exc.message, exc.fix)
         if misfit is None:
             return variant, None
+        fitting = _narrowed_here(variant, host, python)
+        if fitting is not None and gpu_misfit(fitting, host, python) is None:
+            return fitting, None
         if first is None:
             first = misfit if len(candidates) == 1 else (f"variant {variant.variant}: {misfit[0]}", misfit[1])
     return candidates[0], first
+
+
+def _narrowed_here(preset: Preset, host: HostState, python: str | None) -> Preset | None:
+    """``narrowed`` for this host's GPUs and the Python its env would get (None: no GPU here,
+    or no Python fits)."""
+    from ..envs.pythons import find_python
+    from ..host.compat import HostProfile
+
+    if host.no_gpu_reason():
+        return None
+    try:
+        interpreter = find_python(preset.requires_python, python, needed_by=f"preset {preset.name}")
+    except UsageError:
+        return None
+    return narrowed(preset, HostProfile.from_host(host, python=str(interpreter.version)))
