@@ -302,3 +302,30 @@ def test_a_second_env_is_linked_only_from_one_made_from_the_same_sources(env, ho
     assert r.code == 2 and "linked from env" not in r.err and not (home / "envs" / "y").exists(), r.err
     same = envcheck(env, "env", "create", "p2", "--preset", "tf", *offline(wheelhouse))
     assert same.code == 0 and manifest(home, "p2")["linked_from"] == "p1"
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_an_index_serving_another_file_is_a_hash_mismatch_with_either_installer(env, home, tmp_path, wheelhouse,
+                                                                                  served, installer):
+    base, _ = served
+    path = tmp_path / "pylock.toml"
+    text = _wheel_lock(wheelhouse, names=("alpha-2.0",), url="http://127.0.0.1:9/gone",
+                       package=f'index = "{base}/simple"\n')
+    served_digest = hashlib.sha256((wheelhouse / "alpha-2.0-py3-none-any.whl").read_bytes()).hexdigest()
+    path.write_text(text.replace(served_digest, "ab" * 32))
+    r = envcheck(env, "env", "create", "x", "--lock", str(path), "--installer", installer)
+    assert r.code == 1, r.err
+    assert f"the lock expects sha256 {'ab' * 32}, the file has {served_digest}" in r.err, r.err
+    assert not (home / "envs" / "x").exists()
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_an_archive_entry_is_installed_from_its_checked_file(env, home, tmp_path, wheelhouse, installer):
+    wheel = wheelhouse / "alpha-2.0-py3-none-any.whl"
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    path = tmp_path / "pylock.toml"
+    path.write_text('lock-version = "1.0"\ncreated-by = "tests"\n[[packages]]\nname = "alpha"\n'
+                    f'archive = {{ url = "{wheel.as_uri()}", hashes = {{ sha256 = "{digest}" }} }}\n')
+    r = envcheck(env, "env", "create", "a", "--lock", str(path), "--installer", installer)
+    assert r.code == 0, r.err
+    assert _packages(home, "a") == {"alpha": "2.0"}

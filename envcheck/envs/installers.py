@@ -229,9 +229,32 @@ _DISK = re.compile(r"(No space left on device|os error 28)|(Disk quota exceeded|
                    r"(Read-only file system|os error 30)", re.IGNORECASE)
 
 
+_PIP_HASH = re.compile(r"^\s*(?P<what>\S+) from (?P<where>\S+?)(?: \(from .*\))?:\s*\n\s*Expected (?P<alg>sha\d+) "
+                       r"(?P<expected>[0-9a-f]+)\s*\n\s*Got\s+(?P<found>[0-9a-f]+)", re.MULTILINE)
+_UV_HASH = re.compile(r"Hash mismatch for `(?P<what>[^`]+)`\s*Expected:\s*(?P<alg>sha\d+):(?P<expected>[0-9a-f]+)"
+                      r"\s*Computed:\s*sha\d+:(?P<found>[0-9a-f]+)")
+
+
+def hash_mismatch(tail: str) -> OperationError | None:
+    """A file the installer fetched whose bytes are not the locked ones, said in one form
+    whichever installer found it (``wheelhouse`` says it so for the files envcheck fetches)."""
+    match = _PIP_HASH.search(tail) or _UV_HASH.search(tail)
+    if match is None:
+        return None
+    where = redact(match.groupdict().get("where")) or "the index"
+    return OperationError(f"hash mismatch: {match['what']} from {where}: the lock expects {match['alg']} "
+                          f"{match['expected']}, the file has {match['found']}",
+                          "this is not the file that was locked: check the index, or lock again")
+
+
 def install_failure(backend: str, requirements: list[str], index: IndexSettings, tail: str, log: Path):
-    """A resolution or index failure is bad input (exit 2); a full or read-only disk, or anything
-    else, failed (exit 1). Credentials in the installer's output are redacted."""
+    """A resolution or index failure is bad input (exit 2); a full or read-only disk, a file
+    whose hash is not the locked one, or anything else, failed (exit 1). Credentials in the
+    installer's output are redacted."""
+    mismatch = hash_mismatch(tail)
+    if mismatch is not None:
+        mismatch.log = str(log)
+        return mismatch
     reason = redact(_last_error(tail))
     disk = _DISK.search(tail)
     if disk:

@@ -85,7 +85,6 @@ def create_from_lock(store: EnvStore, name: str, lock, selected, interpreter, pr
     records as the env's preset."""
     from .indexes import IndexSettings, configured
     from .installers import choose_backend
-    from .locks import pins
     from .wheelhouse import plan, stage
 
     check_name(name)
@@ -100,7 +99,7 @@ def create_from_lock(store: EnvStore, name: str, lock, selected, interpreter, pr
     staged = plan(lock, selected, [Path(f) for f in folders], offline, target / STAGE)
     record = _record(name, preset, [s.pin for s in selected], interpreter, backend, settings)
     record["lock"] = {**lock.summary(selected), "source": str(lock.source) if lock.source else None}
-    wanted = pins(selected)
+    wanted = {s.package.name: s.package.version for s in selected}
 
     def same(m: dict) -> bool:
         return (m.get("lock") or {}).get("digest") == lock.digest and m.get("python") == record["python"]
@@ -157,14 +156,16 @@ def _record(name: str, preset: dict[str, Any], requirements: list[str], interpre
             "linked_from": None, "digest": None}
 
 
-def _check_pins(target: Path, pins: dict[str, str], log: Path) -> None:
-    """What was installed is what the lock pins (the installer's own pip, seeded by virtualenv, aside)."""
+def _check_pins(target: Path, pins: dict[str, str | None], log: Path) -> None:
+    """What was installed is what the lock pins (None: any version, an archive that doesn't
+    say; the installer's own pip, seeded by virtualenv, aside)."""
     from ..errors import OperationError
 
     now = installed_packages(target)
     if "pip" not in pins:
         now.pop("pip", None)
-    wrong = sorted(n for n in set(now) | set(pins) if now.get(n) != pins.get(n))
+    wrong = sorted(n for n in set(now) | set(pins)
+                   if n not in now or n not in pins or pins[n] is not None and now[n] != pins[n])
     if wrong:
         raise OperationError(f"the env does not hold the lock's packages: {', '.join(wrong[:5])}",
                              "see the log", log=str(log))
