@@ -235,6 +235,51 @@ def test_nvml_failure_is_a_node_finding(fake_nvml: FakeNvml, tmp_path: Path) -> 
     [node] = report["node"]["findings"]
     assert node["id"] == "nvml-driver-not-loaded" and "modprobe nvidia" in node["action"]
     assert report["gpus"] == [] and report["verdict"] == "not-ready"
+    assert report["envelope"]["node"]["health"] == {"verdict": "no-gpu", "drain": []}  # no driver
+
+
+@pytest.mark.parametrize("code, finding, fix", [
+    (15, "gpu-lost", "nvidia-smi -r"),                 # NVML_ERROR_GPU_IS_LOST at nvmlInit
+    (4, "gpu-no-permission", "/dev/nvidia*"),          # NVML_ERROR_NO_PERMISSION
+    (18, "gpu-error", "reboot"),                       # driver/library mismatch: no CUDA runs either
+])
+def test_nvml_failing_while_gpu_device_nodes_exist_drains_each_gpu(fake_nvml: FakeNvml, tmp_path: Path,
+                                                                   code: int, finding: str, fix: str) -> None:
+    """NVML can't list the GPUs but the driver made their nodes: each /dev/nvidia<minor> is a GPU
+    to drain, not a node without GPUs."""
+    report = run_level1(fake_nvml.env([A100, A100], FAKE_NVML_INIT_ERROR=code,
+                                      **seams(tmp_path, [0, 1], [xid_line(0, 79)])))
+    assert [(g["gpu"], g["verdict"], g["findings"][0]["id"]) for g in report["gpus"]] == [
+        (0, "not-ready", finding), (1, "not-ready", finding)]
+    first = report["gpus"][0]["findings"][0]
+    assert "/dev/nvidia0 exists" in first["measured"] and fix in first["action"]
+    assert report["gpus"][0]["checks"]["xid-kernel-log"] == "n/a"  # its PCI address is not known
+    assert "xid-79" in [f["id"] for f in report["node"]["findings"]]  # so the Xid is the node's
+    assert report["drain"] == [0, 1] and report["verdict"] == "not-ready"
+    assert report["envelope"]["node"]["health"] == {
+        "verdict": "not-ready", "drain": [{"gpu": 0, "uuid": None, "finding": finding},
+                                          {"gpu": 1, "uuid": None, "finding": finding}]}
+
+
+def test_nvml_failing_without_gpu_device_nodes_is_a_node_without_gpus(fake_nvml: FakeNvml,
+                                                                      tmp_path: Path) -> None:
+    report = run_level1(fake_nvml.env([A100], FAKE_NVML_INIT_ERROR=15, **seams(tmp_path, [], [])))
+    assert report["gpus"] == [] and report["node"]["findings"][0]["id"] == "nvml-gpu-lost"
+    assert report["envelope"]["node"]["health"] == {"verdict": "no-gpu", "drain": []}
+
+
+@pytest.mark.parametrize("code", [15, 4])
+def test_a_gpu_nvml_cannot_reach_is_faulty_in_gpu_labels_and_metrics(fake_nvml: FakeNvml, tmp_path: Path,
+                                                                     code: int) -> None:
+    env = fake_nvml.env([A100], FAKE_NVML_INIT_ERROR=code, ENVCHECK_HOME=str(tmp_path / "home"),
+                        **seams(tmp_path, [0], []))
+    gpu = fake_nvml.cli(env, "gpu", "--level", "1", "--json")
+    assert gpu.code == 1 and gpu.json()["envelope"]["node"]["health"]["verdict"] == "not-ready"
+    assert gpu.json()["drain"] == [0]
+    labels = fake_nvml.cli(env, "labels", "--format", "json")
+    assert labels.json()["labels"]["envcheck.io/gpu-health"] == "faulty"
+    metrics = fake_nvml.cli(env, "metrics")
+    assert metrics.code == 0 and 'envcheck_gpu_health{check="nvml",gpu="0",uuid=""} 0.0\n' in metrics.out
 
 
 def test_lost_gpus_before_and_during_level1(fake_nvml: FakeNvml, tmp_path: Path) -> None:

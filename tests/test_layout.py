@@ -40,6 +40,7 @@ JINJA_COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
 # it uses, and why.
 LAYERS = (
     ("errors", "paths", "atomic", "results", "progress", "distributions", "_guard", "data"),
+    ("durations",),  # raises errors' UsageError
     ("child_env",),
     ("processes",),
     ("envs", "frameworks"),  # neither imports the other

@@ -9,15 +9,18 @@ a real Prometheus, concurrent textfile writers, signals) is in test_serve.py.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
 import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from conftest import clean_env
 from envcheck.host.health import GpuHealth, GpuProcess
 from envcheck.host.level1 import GpuVerdict, HealthReport
 from envcheck.host.probe import Gpu, HostState
@@ -89,10 +92,10 @@ def samples(text: str, name: str) -> dict[tuple, float]:
 
 def populated(session_on) -> tuple[Session, str]:
     session = session_on()
-    write(session, "fast", devices=[{"device": "gpu:0", "status": "ok", "ms_per_step": 12.5},
-                                    {"device": "cpu:0", "status": "ok", "ms_per_step": 250.0},
+    write(session, "fast", devices=[{"device": "gpu:0", "status": "pass", "ms_per_step": 12.5},
+                                    {"device": "cpu:0", "status": "pass", "ms_per_step": 250.0},
                                     {"device": "gpu:1", "status": "fail", "ms_per_step": None}],
-          multi={"status": "ok", "scaling_efficiency": 0.93})
+          multi={"status": "pass", "scaling_efficiency": 0.93})
     write(session, "slow", verdict="degraded")
     write(session, "old", host=a100s(driver="535.104.05"))  # made on another driver: stale
     return session, exposition(families(readiness(session)))
@@ -168,7 +171,7 @@ def test_label_values_carry_no_secret_nor_control_character():
 
 def test_a_device_label_from_a_report_is_sanitized(session_on):
     session = session_on()
-    write(session, "fast", devices=[{"device": "https://u:t0ken@h/x\n", "status": "ok", "ms_per_step": 1.0}])
+    write(session, "fast", devices=[{"device": "https://u:t0ken@h/x\n", "status": "pass", "ms_per_step": 1.0}])
     text = exposition(families(readiness(session)))
     assert "t0ken" not in text
     assert samples(text, "envcheck_smoke_seconds_per_step") == {(("device", "https://***@h/x?"), ("env", "fast")): 0.001}
@@ -276,3 +279,20 @@ def test_periodic_revalidation_takes_old_reports_only(session_on):
     assert (due.env, due.devices) == ("fast", "all")  # no GPU busy: as a validation by hand
     assert policy.next(readiness(session), session.health) is None  # tried: not before 6h
     assert Revalidation(on_change=False).next(readiness(session), session.health) is None
+
+
+@pytest.mark.slow
+def test_a_real_validations_smoke_figures_are_exported(tf_home):
+    """The ms/step a real smoke fit measured per device, as `validate` stored it, read back from
+    `envcheck metrics` as envcheck_smoke_seconds_per_step."""
+    env = clean_env(ENVCHECK_HOME=str(tf_home))
+    validated = subprocess.run([sys.executable, "-m", "envcheck", "validate", "tf", "--devices", "cpu", "--json"],
+                               capture_output=True, text=True, env=env, timeout=900)
+    assert validated.returncode == 0, validated.stderr
+    (measured,) = json.loads(validated.stdout)["reports"][0]["devices"]
+    assert measured["status"] == "pass" and measured["ms_per_step"] > 0
+    metrics = subprocess.run([sys.executable, "-m", "envcheck", "metrics"], capture_output=True, text=True,
+                             env=env, timeout=120)
+    assert metrics.returncode == 0, metrics.stderr
+    assert samples(metrics.stdout, "envcheck_smoke_seconds_per_step") == {
+        (("device", "cpu:0"), ("env", "tf")): measured["ms_per_step"] / 1000}

@@ -67,6 +67,8 @@ def test_both_bindings_agree_where_the_driver_lacks_functions(fake_nvml: FakeNvm
     {"FAKE_NVML_ERROR_nvmlEventSetCreate": "999"},
     {"FAKE_NVML_INIT_ERROR": "9"},                              # the driver is not loaded
     {"FAKE_NVML_INIT_ERROR": "18"},                             # driver/library mismatch
+    {"FAKE_NVML_INIT_ERROR": "15"},                             # a GPU is lost: each device node drained
+    {"FAKE_NVML_INIT_ERROR": "4"},                              # no permission, the same
     {"FAKE_NVML_GPUS": ""},                                     # no GPU
 ], ids=lambda e: "-".join(f"{k.rsplit('_', 1)[-1]}={v}" for k, v in e.items()))
 def test_both_bindings_agree_on_nvml_errors(fake_nvml: FakeNvml, extra):

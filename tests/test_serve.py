@@ -5,12 +5,14 @@ A real Prometheus (Debian's ``prometheus`` package; .ci/run installs it where it
 back through its HTTP API and checked against the stored reports, before and after the
 exporter's own revalidation (the driver changed since an env's validation) changes a verdict.
 Then: concurrent textfile writers never leave a torn file; bad ports and binds exit 2 with
-nothing written; SIGTERM, while a validation child runs, stops the exporter and leaves no child.
+nothing written; SIGTERM, while a validation child runs, stops the exporter and leaves no child;
+HEAD, and requests whose bodies look like requests, sent on a raw socket.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -64,7 +66,7 @@ def node(served_home, fake_nvml):
     env = fake_nvml.env([A100, A100], FAKE_NVML_DRIVER=DRIVER, FAKE_NVML_CUDA="12040",
                         ENVCHECK_HOME=str(served_home))
     host = fake_host(fake_nvml.probe(env))
-    store(served_home, "good", "ready", host, [{"device": "gpu:0", "status": "ok", "ms_per_step": 20.0}])
+    store(served_home, "good", "ready", host, [{"device": "gpu:0", "status": "pass", "ms_per_step": 20.0}])
     store(served_home, "meh", "degraded", host)
     store(served_home, "moved", "ready", fake_host(fake_nvml.probe(env), driver="535.104.05"))
     yield env, served_home
@@ -239,6 +241,8 @@ def test_sigterm_stops_the_exporter_and_its_validation_child(node):
 @pytest.mark.parametrize("args, says", [
     (("--port", "65536"), "--port"), (("--port", "-1"), "--port"), (("--port", "http"), "--port"),
     (("--bind", "no.such.host.invalid"), "--bind"), (("--bind", "192.0.2.1"), "can't listen on 192.0.2.1"),
+    (("--bind", ""), "--bind '' is no address"), (("--bind", " "), "--bind ' ' is no address"),
+    (("--bind", "0"), "--bind '0' would listen on every interface"),  # said only as 0.0.0.0 or ::
     (("--revalidate-every", "soon"), "bad age"), (("--revalidate-every", "0h"), "bad age"),
 ])
 def test_bad_ports_and_binds_exit_2_with_nothing_written(cli, home, args, says):
@@ -264,6 +268,52 @@ def test_unknown_paths_404_and_healthz_answers(node):
         assert missing.value.code == 404
         text = get(f"http://127.0.0.1:{port}/metrics")
         assert 'envcheck_env_ready{env="moved",framework="tensorflow",variant="",verdict="stale"} 0.0' in text
+    finally:
+        assert stop(exporter) == 0
+
+
+def exchange(port: int, data: bytes) -> bytes:
+    """``data`` sent on one connection; everything the exporter answers until it closes it."""
+    answer = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(data)
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def statuses(answer: bytes) -> list[int]:
+    return [int(code) for code in re.findall(rb"^HTTP/1\.1 (\d{3}) ", answer, re.MULTILINE)]
+
+
+FAKE = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"  # a body that looks like a request
+LAST = b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"  # a real one after it
+
+
+def test_head_answers_with_headers_and_no_body_and_a_body_is_never_a_request(node):
+    """RFC 9110: HEAD is GET's status and headers without the body. A request's body is read (a
+    pipelined request after it is then answered) or the connection closed after the answer: its
+    bytes are never answered as a request of their own."""
+    env, _ = node
+    exporter, port = start_serve(env, "--no-revalidate")
+    try:
+        head = exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                              b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        metrics, healthz, rest = head.split(b"\r\n\r\n")
+        assert statuses(head) == [200, 200] and rest == b""  # no body after either
+        assert b"Content-Type: text/plain; version=0.0.4" in metrics and b"Content-Length: 3" in healthz
+        assert int(re.search(rb"Content-Length: (\d+)", metrics)[1]) > 0
+
+        read = exchange(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(FAKE)
+                        + FAKE + LAST)
+        assert statuses(read) == [200, 404] and b"envcheck_" not in read
+        for unread in (b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(FAKE), FAKE),
+                       b"Content-Length: 1000000\r\n\r\n" + FAKE):  # longer than the exporter reads
+            closed = exchange(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + unread)
+            assert statuses(closed) == [200] and b"Connection: close" in closed and closed.endswith(b"\r\n\r\nok\n")
+        posted = exchange(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(FAKE)
+                          + FAKE)
+        assert statuses(posted) == [501] and b"envcheck_" not in posted
     finally:
         assert stop(exporter) == 0
 

@@ -657,6 +657,16 @@ def test_a_bad_index_timeout_is_exit_2_on_one_line_naming_it(cli, home, local_wh
     assert not (home / "envs").exists() or not any((home / "envs").iterdir())
 
 
+def test_an_index_timeout_past_the_maximum_is_exit_2_naming_it(cli, home, local_wheels, hanging_index):
+    """1e10 s overflowed the socket's timeout (time_t) in the probe: an internal error."""
+    write_preset(home, "pt", CPU)
+    r = cli("env", "create", "pt", "--preset", "pt", "--extra-index-url", hanging_index,
+            "--find-links", str(local_wheels), env={"ENVCHECK_INDEX_TIMEOUT": "1e10"})
+    assert r.code == 2, r.err
+    assert r.err.count("\n") == 1 and "ENVCHECK_INDEX_TIMEOUT='1e10' is past the maximum, 86400 seconds" in r.err
+    assert not (home / "envs").exists() or not any((home / "envs").iterdir())
+
+
 def test_a_resolution_failure_names_the_given_extra_index(cli, home, wheelhouse, empty_index, torch_index):
     write_preset(home, "bad", CPU.replace('"torch==2.13.0+cpu"', '"gamma==1.0"'))  # gamma needs alpha<1: none here
     r = cli("env", "create", "bad", "--preset", "bad", *empty_index, "--extra-index-url", torch_index,

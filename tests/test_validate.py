@@ -229,6 +229,18 @@ def test_timeouts_are_finite_and_positive(home, command, value):
     assert list(home.iterdir()) == []
 
 
+def test_a_timeout_past_the_maximum_is_exit_2_naming_it_and_nothing_changes(home, tmp_path):
+    """--timeout 1e10 overflowed the smoke run's timer (time_t) once the fit started: an internal
+    error. Past one day it is bad input, before anything is read or written."""
+    standin_env(home, tmp_path, "pt", "importerror")
+    before = {p: p.stat().st_mtime_ns for p in home.rglob("*")}
+    for value in ("1e10", "86401", "inf"):
+        r = envcheck(home, "validate", "pt", "--timeout", value)
+        assert r.code == 2 and f"--timeout {value}: '{value}' is past the maximum, 86400 seconds (1 day)" in r.err, r.err
+        assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert {p: p.stat().st_mtime_ns for p in home.rglob("*")} == before
+
+
 @pytest.mark.slow
 def test_a_shallower_validation_keeps_the_deeper_evidence(tf_home):
     """The smoke fit's ms/step, then `validate --no-smoke` of the same env on the same host:

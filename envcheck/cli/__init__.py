@@ -7,7 +7,7 @@ views of each result class listed in ``views/__init__.py``: text, Markdown, and 
 and JSON shapes come from results.
 
 May import: ``usecases`` and, for parsing at the edge, the parsers and types below them
-(``validation.devices``, ``envs.indexes.IndexSettings``, ``frameworks.names``), and
+(``validation.devices``, ``envs.indexes.IndexSettings``, ``frameworks.names``, ``durations``), and
 ``atomic`` to write the HTML page as the manifest is written.
 
 ``run`` is the console script. It tries the click-free fast path of the pre-training gate

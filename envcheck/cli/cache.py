@@ -7,10 +7,11 @@ import click
 
 from ._common import confirm, declare, pass_ctx
 from ..usecases.cache import DEFAULT_WAIT_S
-from .options import JSON, Option, positive_seconds
+from ..durations import seconds
+from .options import JSON, Option
 
 WAIT = Option("--wait", "wait", "seconds to wait for a running install to finish",
-              DEFAULT_WAIT_S, positive_seconds, "SECONDS", show_default=True)
+              DEFAULT_WAIT_S, seconds, "SECONDS", show_default=True)
 
 
 @click.group()

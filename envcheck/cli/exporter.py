@@ -8,6 +8,13 @@ thread runs the loop: every ``TICK_S`` it asks ``usecases.revalidation`` for an 
 due and runs ``envcheck validate`` for it as its child, one at a time. SIGTERM (or SIGHUP)
 reaches the main thread as ``Interrupted``: the child's group is stopped (``processes.run``),
 the server closed, and the command ends with 0; Ctrl-C the same, with 130.
+
+HTTP (RFC 9110): ``GET`` and ``HEAD`` (the same status and headers, no body) on both paths. A
+request's body (these paths take none) is read and dropped when its ``Content-Length`` is at
+most ``MAX_BODY``; any other body (chunked, longer, a length that isn't one) ends the connection
+after the answer: its bytes are never read as a next request. Every interface only when said:
+``--bind 0.0.0.0`` or ``::``; an empty address, or another spelling of every interface, is
+refused (exit 2).
 """
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
 
 TICK_S = 5.0
 IDLE_S = 30.0
+MAX_BODY = 65536  # bytes of a request body read (and dropped) to keep its connection
+EVERY_INTERFACE = ("0.0.0.0", "::")
 
 
 class Exporter:
@@ -57,6 +66,7 @@ def _handler(exporter: Exporter) -> type:
         timeout = IDLE_S  # a kept-alive connection gives its thread back after this long idle
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self._skip_body()
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 try:
@@ -71,12 +81,29 @@ def _handler(exporter: Exporter) -> type:
             else:
                 self._send(404, "text/plain; charset=utf-8", b"not found: /metrics or /healthz\n")
 
+        def do_HEAD(self) -> None:  # noqa: N802: GET's status and headers, without its body
+            self.do_GET()
+
+        def _skip_body(self) -> None:
+            """The request's body read and dropped, or the connection marked to close (see the
+            module docstring)."""
+            lengths = self.headers.get_all("Content-Length") or []
+            said = lengths[0].strip() if len(set(lengths)) == 1 else ""
+            if self.headers.get("Transfer-Encoding") is not None or (lengths and not (
+                    said.isascii() and said.isdigit() and int(said) <= MAX_BODY)):
+                self.close_connection = True
+            elif said:
+                self.rfile.read(int(said))
+
         def _send(self, status: int, kind: str, body: bytes) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
         def log_message(self, format, *args) -> None:  # noqa: A002: no line per scrape
             pass
@@ -132,17 +159,20 @@ class PooledHTTPServer(HTTPServer):
 
 
 def listen(exporter: Exporter, bind: str, port: int) -> HTTPServer:
-    """The server bound to ``bind``:``port`` (not yet serving); a bind that fails is a
-    UsageError (exit 2) naming the address and the fix."""
+    """The server bound to ``bind``:``port`` (not yet serving); a bind that fails, or that
+    would listen on every interface unless said (``EVERY_INTERFACE``), is a UsageError (exit 2)
+    naming the address and the fix."""
+    if not bind.strip():
+        raise UsageError(f"--bind {bind!r} is no address", _BIND_FIX)
+
     class Server(PooledHTTPServer):
         address_family = socket.AF_INET6 if ":" in bind else socket.AF_INET
 
     where = f"[{bind}]:{port}" if ":" in bind else f"{bind}:{port}"
     try:
-        return Server((bind, port), _handler(exporter))
+        server = Server((bind, port), _handler(exporter))
     except socket.gaierror:
-        raise UsageError(f"--bind {bind!r} is no address of this host",
-                         "give an IP address of this host, e.g. 127.0.0.1 (the default) or 0.0.0.0") from None
+        raise UsageError(f"--bind {bind!r} is no address of this host", _BIND_FIX) from None
     except OverflowError:
         raise UsageError(f"--port {port} is not a port", "give a port from 1 to 65535") from None
     except OSError as exc:
@@ -153,6 +183,14 @@ def listen(exporter: Exporter, bind: str, port: int) -> HTTPServer:
                              "give a --port from 1024 up, e.g. 9464") from None
         raise UsageError(f"can't listen on {where}: {exc.strerror or exc}",
                          "give an IP address of this host with --bind, e.g. 127.0.0.1") from None
+    if server.server_address[0] in EVERY_INTERFACE and bind not in EVERY_INTERFACE:
+        server.server_close()
+        raise UsageError(f"--bind {bind!r} would listen on every interface", _BIND_FIX)
+    return server
+
+
+_BIND_FIX = ("give an IP address of this host, e.g. 127.0.0.1 (the default); every interface only "
+             "when said: 0.0.0.0 or ::")
 
 
 def serve(root: str, bind: str, port: int, revalidation: Revalidation | None) -> int:

@@ -85,7 +85,8 @@ def _stored_pass(root: str, given: dict):
     host is read by level 1 (``host.level1``: the probe and each GPU's health reads, one NVML
     session), so a job that needs a GPU is refused when one is faulty now, never from a cache."""
     from ..errors import UsageError
-    from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
+    from ..durations import age
+    from ..usecases.gate import DEFAULT_MAX_AGE
 
     name = given.get("env_name", "auto")
     if name == "auto" or "framework" in given or not _plain(name) or _left_over(root, name) \
@@ -93,7 +94,7 @@ def _stored_pass(root: str, given: dict):
         return None, None
     try:
         min_gpus = int(given.get("min_gpus", "0"))
-        max_age = parse_age(given.get("max_age", DEFAULT_MAX_AGE))
+        max_age = age(given.get("max_age", DEFAULT_MAX_AGE))
     except (ValueError, UsageError):  # the full path says what is wrong with it
         return None, None
     from ..envs.metadata import env_python, identity, installed_packages

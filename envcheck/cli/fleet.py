@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import click
 
+from ..durations import seconds
 from ..fleet.survey import BUSY_AFTER, COMMANDS, survey
 from ._common import declare, index_settings, pass_ctx
-from .options import GPU_LEVEL, JSON, LEVEL, Option, count, positive_seconds
+from .options import GPU_LEVEL, JSON, LEVEL, Option, count
 
 SUMMARIES = {
     "gpu": "The driver, its CUDA version and the GPUs of every node.",
@@ -49,14 +50,14 @@ INCLUDE_HEAD = Option("--include-head", "include_head", "ask the head node even 
 MIN_READY = Option("--min-ready", "min_ready", "exit 0 when at least N nodes are ready (default: "
                    "every node asked)", None, count, "N")
 DEVICE_TIMEOUT_OPTION = Option("--device-timeout", "device_timeout", "the nodes' own --timeout "
-                               "(seconds per device)", None, positive_seconds, "SECONDS")
+                               "(seconds per device)", None, seconds, "SECONDS")
 BUSY_AFTER_OPTION = Option("--busy-after", "busy_after", "a node whose GPUs other Ray work holds "
-                           "this long is `busy`", BUSY_AFTER, positive_seconds, "SECONDS", show_default=True)
+                           "this long is `busy`", BUSY_AFTER, seconds, "SECONDS", show_default=True)
 
 
 def timeout_option(default: float) -> Option:
     return Option("--timeout", "timeout", "how long to wait for each node's answer; a node that "
-                  "gave none by then is `lost`", default, positive_seconds, "SECONDS", show_default=True)
+                  "gave none by then is `lost`", default, seconds, "SECONDS", show_default=True)
 
 
 @click.group()

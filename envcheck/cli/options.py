@@ -3,17 +3,18 @@
 Click-free, so the gate's click-free path (``fast.py``) converts ``check``'s values with the
 very declarations that ``_common.declare`` turns into click options (its stored-pass answer
 reads argv by hand, without importing these: a test holds its flags equal to ``CHECK``).
-A parser raises ``UsageError`` (exit 2, one line with its fix) for a bad value.
+A parser raises ``UsageError`` (exit 2, one line with its fix) for a bad value; durations are
+parsed by ``envcheck.durations`` (``seconds``, ``age``), each within its stated maximum.
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ..durations import age, seconds
 from ..errors import UsageError
-from ..usecases.gate import DEFAULT_MAX_AGE, parse_age
+from ..usecases.gate import DEFAULT_MAX_AGE
 from ..validation import DEFAULT_TIMEOUT
 
 
@@ -34,17 +35,6 @@ class Option:
             return self.parse(value)
         except UsageError as exc:
             raise UsageError(f"{self.flag} {value}: {exc.message}", exc.fix) from None
-
-
-def positive_seconds(text: str | float) -> float:
-    """A finite number of seconds > 0 ('nan', 'inf', 0 and negatives are refused)."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"bad number of seconds {text!r}", "give a finite number > 0, e.g. 120")
-    return value
 
 
 def count(text: str | int) -> int:
@@ -91,13 +81,13 @@ AUTO_FRAMEWORK = replace(FRAMEWORK, help="with --auto: the presets of this frame
 REQUIRE_GPU = Option("--require-gpu", "require_gpu",
                      "not ready unless the env can train on a GPU here", False, is_flag=True)
 MIN_GPUS = Option("--min-gpus", "min_gpus", "GPUs the env must be able to use", 0, count, "N")
-MAX_AGE = Option("--max-age", "max_age", "how old a stored validation may be (s, m, h or d)",
-                 DEFAULT_MAX_AGE, parse_age, "AGE", show_default=True)
+MAX_AGE = Option("--max-age", "max_age", "how old a stored validation may be (s, m, h or d; at most 365d)",
+                 DEFAULT_MAX_AGE, age, "AGE", show_default=True)
 SMOKE = Option("--smoke", "smoke", "also run the smoke fit when the stored validation can't answer",
                False, is_flag=True)
 NO_SMOKE = Option("--no-smoke", "no_smoke", "skip the smoke fit (quick checks only)", False, is_flag=True)
-TIMEOUT = Option("--timeout", "timeout", "seconds allowed per device (finite, > 0)",
-                 DEFAULT_TIMEOUT, positive_seconds, "SECONDS", show_default=True)
+TIMEOUT = Option("--timeout", "timeout", "seconds allowed per device (> 0, at most a day: 86400)",
+                 DEFAULT_TIMEOUT, seconds, "SECONDS", show_default=True)
 
 LEVEL = Option("--level", "level", "health level: 1 = reads only (NVML, device nodes, the kernel "
                "log's Xids; no framework), 2 = 1 + the env's checks and smoke fit, 3 = 2 + measured "
@@ -122,16 +112,16 @@ GPU_LEVEL = Option("--level", "level", "1: also read each GPU's level-1 health (
 
 
 def age_or_never(text: str) -> float | None:
-    """An age (``parse_age``: 6h, 30m, 90s, 2d; > 0), or ``never``."""
+    """An age (``durations.age``: 6h, 30m, 90s, 2d; > 0), or ``never``."""
     if text.strip().lower() == "never":
         return None
-    seconds = parse_age(text)
-    if seconds <= 0:
+    found = age(text)
+    if found <= 0:
         raise UsageError(f"bad age {text!r}", "give an age > 0 with s, m, h or d, e.g. 6h, or never")
-    return seconds
+    return found
 
 
 # `serve`: validate each env again when its stored validation is older than this
 REVALIDATE_EVERY = Option("--revalidate-every", "revalidate_every", "also validate each env again when its "
-                          "stored validation is older than AGE (s, m, h or d; e.g. 6h)", "never",
+                          "stored validation is older than AGE (s, m, h or d; e.g. 6h; at most 365d)", "never",
                           age_or_never, "AGE|never", show_default=True)

@@ -1,11 +1,17 @@
 """`envcheck provision`: the installer hook (idempotent; safe to run twice at once)."""
 from __future__ import annotations
 
+from functools import partial
+
 import click
 
+from ..durations import seconds
 from ..usecases.provision import DEFAULT_WAIT
 from ._common import declare, index_options, index_settings, pass_ctx
-from .options import AUTO_FRAMEWORK, JSON, LEVEL, NO_SMOKE, TIMEOUT
+from .options import AUTO_FRAMEWORK, JSON, LEVEL, NO_SMOKE, TIMEOUT, Option
+
+WAIT = Option("--wait", "wait", "how long to wait for another envcheck process building the same env "
+              "(at most 86400)", DEFAULT_WAIT, partial(seconds, zero=True), "SECONDS", show_default=True)
 
 
 @click.command()
@@ -23,8 +29,7 @@ from .options import AUTO_FRAMEWORK, JSON, LEVEL, NO_SMOKE, TIMEOUT
                                               "(default: the lock's own folder)")
 @declare(AUTO_FRAMEWORK)
 @declare(NO_SMOKE, TIMEOUT, LEVEL)
-@click.option("--wait", default=DEFAULT_WAIT, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
-              help="how long to wait for another envcheck process building the same env")
+@declare(WAIT)
 @index_options
 @declare(JSON)
 @pass_ctx

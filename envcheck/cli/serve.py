@@ -9,7 +9,7 @@ from .options import REVALIDATE_EVERY
 
 @click.command()
 @click.option("--bind", default="127.0.0.1", show_default=True, metavar="ADDRESS",
-              help="the address to listen on (0.0.0.0: every interface)")
+              help="the address to listen on (every interface only when said: 0.0.0.0 or ::)")
 @click.option("--port", default=9464, show_default=True, type=click.IntRange(0, 65535), metavar="PORT",
               help="the port (0: any free one, shown on stderr)")
 @declare(REVALIDATE_EVERY)

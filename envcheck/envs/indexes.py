@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from .. import processes
 from ..child_env import clean_environ  # what pip config list runs with: the clean environment
+from ..durations import seconds
 from ..errors import UsageError
 
 PROBE_TIMEOUT = 3.0  # seconds an index has to answer before an install uses it, unless set:
@@ -142,19 +143,17 @@ class IndexSettings:
 
 def probe_timeout() -> float:
     """Seconds an index has to answer: ``$ENVCHECK_INDEX_TIMEOUT``, else ``PROBE_TIMEOUT``. A
-    value that is not a finite number above 0 is a UsageError naming the variable."""
+    value ``durations.seconds`` refuses (not above 0, past its maximum) is a UsageError naming
+    the variable."""
     text = os.environ.get(PROBE_TIMEOUT_VAR, "").strip()
     if not text:
         return PROBE_TIMEOUT
     try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise UsageError(f"{PROBE_TIMEOUT_VAR}={text!r} is not a number of seconds above 0",
+        return seconds(text)
+    except UsageError as exc:
+        raise UsageError(f"{PROBE_TIMEOUT_VAR}={exc.message}",
                          f"set it to the seconds an index may take to answer (default "
-                         f"{PROBE_TIMEOUT:g}), e.g. {PROBE_TIMEOUT_VAR}=10, or unset it")
-    return seconds
+                         f"{PROBE_TIMEOUT:g}), e.g. {PROBE_TIMEOUT_VAR}=10, or unset it") from None
 
 
 def probe(urls: tuple[str, ...], timeout: float = PROBE_TIMEOUT) -> dict[str, int | str]:

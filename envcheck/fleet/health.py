@@ -3,8 +3,9 @@
 from the level-1 report itself; ``validate``, ``doctor``, ``check``, ``provision`` from the
 ``health`` sections of their validations), so one reader serves every command and reads
 nothing else of the document. The verdict is the node's (its GPUs and device nodes, whatever
-env was asked about): ``no-gpu`` where its NVML lists no GPU (none there, the driver not
-loaded, no NVML), not ``not-ready``; its GPUs to drain, each with its first not-ready finding.
+env was asked about): ``no-gpu`` where it has no GPU to judge (no NVML, the driver not loaded,
+neither NVML nor its device nodes show one), not ``not-ready``; its GPUs to drain, each with its
+first not-ready finding (a GPU NVML can't reach, by its device node's minor).
 An envelope without it (``gpu`` without ``--level``, an older envcheck, a node that gave no
 document) says nothing: ``unknown``."""
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The NVIDIA device nodes a CUDA process opens: ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` (CUDA's
 unified memory: without it every CUDA call fails although NVML and ``nvidia-smi`` answer) and
-``/dev/nvidia<minor>`` for each GPU.
+``/dev/nvidia<minor>`` for each GPU (``gpu_minors``: the GPUs the driver made nodes for, which
+level 1 judges where NVML can't list them).
 
 ``nvidiactl`` and ``nvidia-uvm`` are opened and closed (cheap: no GPU is initialised), which
 also catches a container's device cgroup refusing them. A GPU's own node is checked for read
@@ -40,3 +41,13 @@ def node_problem(folder: str, name: str, *, open_it: bool) -> str | None:
     except OSError as exc:
         return f"cannot be opened by this user: {exc.strerror or exc}"
     return None
+
+
+def gpu_minors(folder: str) -> list[int]:
+    """The minor numbers of the GPUs' own nodes (``nvidia<minor>``) in ``folder``, in order."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(int(n[6:]) for n in names
+                  if n.startswith("nvidia") and n[6:].isascii() and n[6:].isdigit())

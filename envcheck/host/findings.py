@@ -335,8 +335,8 @@ def _kernel_xids(data: GpuInput) -> list[Finding]:
     if data.kernel_xids is None:
         return [_f(data, "xid-kernel-log", "xid-kernel-log-na", "n/a",
                    f"Xids since boot: n/a ({data.kernel_why})",
-                   "the kernel log could not be read, so past Xid errors on this GPU are not "
-                   "known")]
+                   "the kernel log, or this GPU's lines in it, could not be read, so past Xid "
+                   "errors on this GPU are not known")]
     return xid_findings(data.gpu.index, "xid-kernel-log", [x.code for x in data.kernel_xids],
                         "in the kernel log since boot", [x.line for x in data.kernel_xids])
 

@@ -23,6 +23,10 @@ no CUDA context). What ``dcgmi diag -r 1`` and the GPU operator's validator look
     ``envcheck.validation/1``), ``envelope()``.
 
 A GPU's verdict counts the node's findings too (without ``/dev/nvidia-uvm`` no GPU trains).
+Where NVML fails for a reason other than no driver (a GPU lost, no permission, a version
+mismatch...) and so lists no GPU, each GPU device node (``/dev/nvidia<minor>``, numbered by
+its minor) is a GPU NVML can't reach: not-ready, to drain. "no-gpu" is a node without a driver
+or without a GPU to judge, never one whose GPUs fail.
 n/a findings never make a GPU ready or not: they are listed, and the check is not a pass.
 
 Test seams (not user options): ``ENVCHECK_TEST_DEV_DIR``, a folder read instead of ``/dev``
@@ -33,11 +37,11 @@ from __future__ import annotations
 
 import os
 from ..results import Result, envelope, node
-from .devnodes import CONTROL, UVM, dev_dir, node_problem
+from .devnodes import CONTROL, UVM, dev_dir, gpu_minors, node_problem
 from .findings import (COMPUTE_MODES, GPU_CHECKS, Finding, GpuInput, check_states,
                        gpu_findings, reason_names, verdict, xid_findings)
 from .level1_reads import Level1Session
-from .probe import probe
+from .probe import Gpu, probe
 from .records import new, record
 from .xid import kernel_xids, pci_key
 
@@ -45,13 +49,19 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (records.
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-    from .probe import Gpu, HostState
+    from .probe import HostState
     from .xid import KernelXid
 
 SCHEMA = "envcheck.health/1"
 SECTION_VERSION = 1  # of the per-GPU section, which travels inside other documents
 LEVEL = 1
 NODE_CHECKS = ("nvml", "device-nodes", "kernel-log")
+# NVML's answers that say there is no GPU to judge: no library or no driver loaded (nothing of
+# NVIDIA's answers), or a driver that lists none. Any other failure with device nodes present
+# leaves GPUs that NVML can't reach (``_unlisted_gpus``).
+NO_GPU_STATUSES = ("no-library", "driver-not-loaded", "no-gpu")
+# The GPU's status (``probe.GPU_STATUSES``) for NVML's node-wide failure.
+UNREACHED = {"gpu-lost": "lost", "no-permission": "no-permission"}
 
 
 @record
@@ -91,7 +101,8 @@ class HealthReport(Result):
     @property
     def node_verdict(self) -> str:
         """The node's level-1 verdict, as the fleet counts nodes: ``verdict``, or "no-gpu" where
-        NVML lists no GPU (none there, the driver not loaded, no NVML): nothing to judge."""
+        there is no GPU to judge (no NVML, the driver not loaded, none listed, no device node of
+        a GPU); GPUs NVML can't reach are judged (not-ready)."""
         return self.verdict if self.gpus else "no-gpu"
 
     def gpus_to_drain(self) -> list[dict[str, Any]]:
@@ -179,7 +190,7 @@ def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0,
     folder = dev_dir(env)
     report = HealthReport(host, kernel_log="read" if why_not is None else why_not)
     report.node = _node_findings(host, folder, xids, why_not)
-    report._judged = (session, xids, why_not, folder)
+    report._judged = (session, xids, why_not, folder, host.gpus or _unlisted_gpus(host, folder))
     _judge_gpus(report)
     if session.watching:
         import atexit
@@ -190,17 +201,37 @@ def level1(environ: Mapping[str, str] | None = None, *, window_s: float = 0.0,
 
 def _judge_gpus(report: HealthReport) -> None:
     """Each GPU's findings, verdict, checks and readings, from the session's reads."""
-    session, xids, why_not, folder = report._judged
+    session, xids, why_not, folder, gpus = report._judged
     report.gpus = []
-    for gpu in report.host.gpus:
-        mine = None if xids is None else [x for x in xids if x.pci == pci_key(gpu.pci_bus_id)]
+    for gpu in gpus:
+        mine, why = _kernel_xids_of(gpu, xids, why_not)
         reads = session.reads.get(gpu.index) if gpu.status == "ok" else None
-        found = gpu_findings(GpuInput(gpu, reads, mine, why_not, folder))
+        found = gpu_findings(GpuInput(gpu, reads, mine, why, folder))
         blocking = [f for f in report.node if f.effect in ("not-ready", "degraded")]
         report.gpus.append(GpuVerdict(
             gpu.index, gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.visible,
             verdict(found + blocking), found, _checks(found, reads is not None),
             _readings(gpu, reads, mine)))
+
+
+def _unlisted_gpus(host: HostState, folder: str) -> list[Gpu]:
+    """Where NVML failed for a reason other than no GPU to judge (``NO_GPU_STATUSES``): a GPU
+    per device node ``nvidia<minor>``, with NVML's failure as its problem."""
+    if host.ok or host.nvml_status in NO_GPU_STATUSES:
+        return []
+    status = UNREACHED.get(host.nvml_status, "error")
+    return [Gpu(minor, status=status, fix=host.fix,
+                problem=f"{host.message} (NVML lists no GPU; its device node "
+                        f"{folder.rstrip('/')}/nvidia{minor} exists)")
+            for minor in gpu_minors(folder)]
+
+
+def _kernel_xids_of(gpu: Gpu, xids: list[KernelXid] | None,
+                    why_not: str | None) -> tuple[list[KernelXid] | None, str | None]:
+    """The GPU's Xids from the kernel log, by its PCI address, or None and why not."""
+    if xids is not None and gpu.pci_bus_id is None:
+        return None, "NVML gave no PCI address for this GPU, so the kernel log's Xids can't be matched to it"
+    return (None if xids is None else [x for x in xids if x.pci == pci_key(gpu.pci_bus_id)]), why_not
 
 
 def _checks(found: list[Finding], read: bool) -> dict[str, str]:

@@ -9,6 +9,6 @@ the stored reports (``report``), Jupyter kernels, the cache, the Markdown bug re
 schema and exit code. Prints nothing.
 
 May import: everything below it (``envs``, ``frameworks``, ``host``, ``validation``,
-``processes``, ``child_env``, ``progress``, ``results``, ``errors``, ``paths``, ``distributions``).
+``processes``, ``child_env``, ``progress``, ``results``, ``errors``, ``paths``, ``distributions``, ``durations``).
 Never ``cli``, nor ``fleet``, which stands beside it (``tests/test_layout.py``'s ``LAYERS``).
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import UsageError
+from ..durations import age
 from ..results import OK_VERDICTS, Result, envelope, node, node_host
 from ..validation import freshness
 from ..validation.health import node_health
@@ -24,19 +24,6 @@ if TYPE_CHECKING:
     from .session import Session
 
 DEFAULT_MAX_AGE = "24h"  # a stored validation older than this is checked again
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_age(text: str) -> float:
-    """'24h', '30m', '90s', '2d' or plain seconds: ASCII digits with at most one inner point,
-    then spaces and one unit if any. (No regular expression: the stored-pass answer calls it
-    and would compile one.)"""
-    spelt = text.strip().lower()
-    number, unit = (spelt[:-1].rstrip(), spelt[-1]) if spelt[-1:] in _UNITS else (spelt, "s")
-    whole, point, part = number.partition(".")
-    if not (whole.isascii() and whole.isdigit() and (not point or (part.isascii() and part.isdigit()))):
-        raise UsageError(f"bad age {text!r}", "use a number with s, m, h or d, e.g. 24h")
-    return float(number) * _UNITS[unit]
 
 
 class GateResult(Result):
@@ -135,7 +122,7 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
     3: the stored validation must have measured figures (else one is run, smoke fit included)."""
     from ..validation.reports import StoredReport, fingerprint
 
-    max_age = parse_age(DEFAULT_MAX_AGE) if max_age is None else max_age
+    max_age = age(DEFAULT_MAX_AGE) if max_age is None else max_age
     session.want_level1()
     info = session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
     stored = StoredReport.load(session.home, info.name) if level > 1 else None
@@ -204,7 +191,7 @@ def ensure_ready(require_gpu: bool = False, min_gpus: int = 0,
     """
     from ..data.gate_client import NotReady, ask, env_home, recorded_python
 
-    seconds = parse_age(max_age) if isinstance(max_age, str) else float(max_age)
+    seconds = age(max_age) if isinstance(max_age, str) else float(max_age)
     home, name = env_home()
     python = recorded_python(home) if home else None
     if python and python != sys.executable:

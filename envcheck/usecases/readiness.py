@@ -198,7 +198,7 @@ def _steps(devices: Any) -> dict[str, float]:
     """Device -> seconds per step of the smoke fits that passed."""
     steps = {}
     for row in devices if isinstance(devices, list) else []:
-        if isinstance(row, dict) and isinstance(row.get("device"), str) and row.get("status") == "ok":
+        if isinstance(row, dict) and isinstance(row.get("device"), str) and row.get("status") == "pass":
             ms = _number(row.get("ms_per_step"))
             if ms is not None:
                 steps[label_value(row["device"])] = ms / 1000

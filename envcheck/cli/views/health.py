@@ -73,7 +73,7 @@ def health_report(report: HealthReport) -> tuple[str, str]:
 
     out, err = host_state(report.host)
     data = report.to_json()
-    section = {**data, "used_gpus": [g.index for g in report.host.gpus if g.visible], "node_used": True,
+    section = {**data, "used_gpus": [g.index for g in report.gpus if g.visible], "node_used": True,
                "drain": [{"gpu": index} for index in data["drain"]]}
     lines = [out, *text_lines(section, indent="")]
     answer = data["envelope"]
