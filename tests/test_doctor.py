@@ -29,7 +29,9 @@ def test_selected_env_is_validated_with_next_steps(home, wheelhouse, tmp_path):
     assert any(step.startswith("train: envcheck run --env tf") for step in data["next_steps"])
     assert (home / "envs" / "tf" / "envcheck-report.json").exists()
     human = envcheck(env, "doctor", "--no-smoke")
-    assert "host: no usable NVIDIA GPU" in human.out and "verdict:" in human.out and "next steps:" in human.out
+    assert "host: no-gpu" in human.out and "verdict: ready" in human.out and "next steps:" in human.out
+    # a host without NVIDIA is a state, said once with what to do if a GPU was expected: no red block
+    assert "not-ready" not in human.out and human.out.count("if this host should have an NVIDIA GPU") == 1
 
 
 def test_bad_timeout_is_usage_error(home):

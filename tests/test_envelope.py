@@ -256,15 +256,21 @@ def test_each_result_says_the_host_it_read_and_the_nodes_health_in_its_envelope(
         assert node_of(silent) == {"host": None, "health": None}
 
 
-def test_a_node_without_gpus_is_no_gpu_not_not_ready():
-    """`gpu --level 1` where NVML lists no GPU (no driver, none there): the node's health is
-    no-gpu, whatever the report's own verdict (NVML itself is a not-ready finding)."""
-    down = level1(host=NO_LIBRARY, node_findings=(NVML_DOWN,))
-    assert down.verdict == "not-ready" and envelope_of(down)["verdict"] == "not-ready"
-    assert node_of(down)["health"] == {"verdict": "no-gpu", "drain": []}
-    got = read("gpu", answered(down))
+def test_a_node_without_gpus_is_no_gpu_and_a_broken_driver_is_not_ready_in_every_word():
+    """`gpu --level 1` where NVML lists no GPU: with no driver and no device node (the one
+    no-gpu finding) the node's health is no-gpu, in the report, its envelope and the fleet; a
+    driver that fails (NVML a not-ready finding) is not-ready in all of them alike."""
+    from envcheck.host.level1 import _no_gpu
+
+    none = level1(host=NO_LIBRARY, node_findings=(_no_gpu(NO_LIBRARY),))
+    assert none.verdict == "no-gpu" and envelope_of(none)["verdict"] == "not-ready"
+    assert node_of(none)["health"] == {"verdict": "no-gpu", "drain": []}
+    got = read("gpu", answered(none))
     assert (got.verdict, got.health, got.drain) == ("not-ready", "no-gpu", [])
     assert fleet_of("gpu", [got]).summary()["health"]["no_gpu"] == 1
+    down = level1(host=NO_LIBRARY, node_findings=(NVML_DOWN,))
+    assert down.verdict == "not-ready" and node_of(down)["health"] == {"verdict": "not-ready", "drain": []}
+    assert read("gpu", answered(down)).health == "not-ready"
 
 
 def test_the_fleet_reads_host_and_health_from_the_envelope_alone():

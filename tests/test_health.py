@@ -235,7 +235,30 @@ def test_nvml_failure_is_a_node_finding(fake_nvml: FakeNvml, tmp_path: Path) -> 
     [node] = report["node"]["findings"]
     assert node["id"] == "nvml-driver-not-loaded" and "modprobe nvidia" in node["action"]
     assert report["gpus"] == [] and report["verdict"] == "not-ready"
-    assert report["envelope"]["node"]["health"] == {"verdict": "no-gpu", "drain": []}  # no driver
+    # its device nodes are there and the driver is not loaded: a broken node, the same word everywhere
+    assert report["node"]["verdict"] == "not-ready"
+    assert report["envelope"]["node"]["health"] == {"verdict": "not-ready", "drain": []}
+
+
+@pytest.mark.parametrize("code", [None, 9])  # no NVML library at all; the library without its driver
+def test_a_host_without_driver_or_device_nodes_is_no_gpu_said_once(fake_nvml: FakeNvml, tmp_path: Path,
+                                                                   code) -> None:
+    env = {**fake_nvml.env([A100], **({"FAKE_NVML_INIT_ERROR": code} if code else {})),
+           **seams(tmp_path, [], [], control=False, uvm=False)}
+    if code is None:
+        env["LD_LIBRARY_PATH"] = str(tmp_path / "dev")  # no libnvidia-ml.so.1 there
+    report = run_level1(env)
+    [node] = report["node"]["findings"]  # one statement, not NVML + nvidiactl + nvidia-uvm failures
+    assert (node["id"], node["effect"]) == ("no-gpu", "info")
+    assert node["action"].startswith("if this host should have an NVIDIA GPU: ")
+    assert report["verdict"] == report["node"]["verdict"] == "no-gpu"
+    assert report["envelope"]["node"]["health"] == {"verdict": "no-gpu", "drain": []}
+    assert report["envelope"]["verdict"] == "not-ready"  # `gpu` is ready with a usable GPU
+    text = subprocess.run([sys.executable, "-m", "envcheck", "gpu", "--level", "1"], capture_output=True,
+                          text=True, env={**env, "ENVCHECK_HOME": str(tmp_path / "home")}, timeout=60)
+    assert text.returncode == 1 and "not-ready" not in text.stdout
+    assert "health (level 1, GPUs read at level 1): no-gpu" in text.stdout
+    assert text.stdout.count("no NVIDIA GPU here") == 1
 
 
 @pytest.mark.parametrize("code, finding, fix", [
@@ -261,11 +284,13 @@ def test_nvml_failing_while_gpu_device_nodes_exist_drains_each_gpu(fake_nvml: Fa
                                           {"gpu": 1, "uuid": None, "finding": finding}]}
 
 
-def test_nvml_failing_without_gpu_device_nodes_is_a_node_without_gpus(fake_nvml: FakeNvml,
-                                                                      tmp_path: Path) -> None:
+def test_nvml_failing_without_gpu_device_nodes_is_a_failing_node(fake_nvml: FakeNvml, tmp_path: Path) -> None:
+    """No GPU node to drain, but the driver's control node is there and NVML says a GPU is lost:
+    a failing node (the same word in every view), not a host without GPUs."""
     report = run_level1(fake_nvml.env([A100], FAKE_NVML_INIT_ERROR=15, **seams(tmp_path, [], [])))
     assert report["gpus"] == [] and report["node"]["findings"][0]["id"] == "nvml-gpu-lost"
-    assert report["envelope"]["node"]["health"] == {"verdict": "no-gpu", "drain": []}
+    assert report["verdict"] == report["node"]["verdict"] == "not-ready"
+    assert report["envelope"]["node"]["health"] == {"verdict": "not-ready", "drain": []}
 
 
 @pytest.mark.parametrize("code", [15, 4])

@@ -94,16 +94,18 @@ class HealthReport(Result):
 
     @property
     def verdict(self) -> str:
-        """The worst of the node's and the visible GPUs' verdicts."""
+        """The worst of the node's and the visible GPUs' verdicts; "no-gpu" where there is no
+        GPU to judge and nothing wrong with the node (no driver and no device nodes: a host
+        without an NVIDIA GPU, a state, not a failure). GPUs NVML can't reach are judged
+        (not-ready), and so is a half-installed driver (device nodes without NVML)."""
         verdicts = {verdict(self.node), *(g.verdict for g in self.gpus if g.visible)}
-        return next(v for v in ("not-ready", "degraded", "ready") if v in verdicts)
+        worst = next(v for v in ("not-ready", "degraded", "ready") if v in verdicts)
+        return "no-gpu" if worst == "ready" and not self.gpus else worst
 
     @property
     def node_verdict(self) -> str:
-        """The node's level-1 verdict, as the fleet counts nodes: ``verdict``, or "no-gpu" where
-        there is no GPU to judge (no NVML, the driver not loaded, none listed, no device node of
-        a GPU); GPUs NVML can't reach are judged (not-ready)."""
-        return self.verdict if self.gpus else "no-gpu"
+        """The node's level-1 verdict, the one word every view and the fleet say: ``verdict``."""
+        return self.verdict
 
     def gpus_to_drain(self) -> list[dict[str, Any]]:
         """Each GPU whose verdict is not-ready: its index, UUID and first not-ready finding."""
@@ -152,20 +154,24 @@ class HealthReport(Result):
         facts = node(self.host.facts(), self.node_health())
         if worst == "ready":
             return envelope("ready", node_facts=facts)
+        if worst == "no-gpu":  # `gpu` is ready with a usable GPU: none here
+            first = next(f for f in self.node if f.id == NO_GPU)
+            return envelope("not-ready", first.measured, first.action, node_facts=facts)
         first = next(f for f in self.findings if f.effect == worst)
         where = "node" if first.gpu is None else f"GPU {first.gpu}"
         return envelope(worst, f"{where}: {first.measured}", first.action, node_facts=facts)
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.verdict == "not-ready" else 0
+        return 1 if self.verdict in ("not-ready", "no-gpu") else 0
 
     def body(self) -> dict[str, Any]:
         return {
             "host": self.host.facts(),  # what `envcheck gpu --json` says (its envelope aside), read in the same session
             "level": LEVEL,
             "verdict": self.verdict,
-            "node": {"checks": check_states(self.node, NODE_CHECKS),
+            "node": {"verdict": "no-gpu" if self.verdict == "no-gpu" else verdict(self.node),
+                     "checks": check_states(self.node, NODE_CHECKS),
                      "findings": [f.to_json() for f in self.node],
                      "kernel_log": self.kernel_log},
             "gpus": [g.to_json() for g in self.gpus],
@@ -247,11 +253,15 @@ def _checks(found: list[Finding], read: bool) -> dict[str, str]:
 def _node_findings(host: HostState, folder: str, xids: list[KernelXid] | None,
                    why_not: str | None) -> list[Finding]:
     found = []
-    if not host.ok:
+    problems = {name: node_problem(folder, name, open_it=True) for name in (CONTROL, UVM)}
+    if host.nvml_status in NO_GPU_STATUSES and not host.gpus and not gpu_minors(folder) \
+            and all(p == "missing" for p in problems.values()):
+        found.append(_no_gpu(host))
+        problems = {}
+    elif not host.ok:
         found.append(Finding(f"nvml-{host.nvml_status}", "nvml", "not-ready", None,
                              f"NVML: {host.message}", "NVML could not be read", host.fix))
-    for name in (CONTROL, UVM):
-        problem = node_problem(folder, name, open_it=True)
+    for name, problem in problems.items():
         if problem is not None:
             found.append(_node_finding(folder, name, problem))
     if why_not is not None:
@@ -268,6 +278,18 @@ def _node_findings(host: HostState, folder: str, xids: list[KernelXid] | None,
                   for f in xid_findings(None, "kernel-log", [x.code for x in lost],
                                         "in the kernel log since boot", [x.line for x in lost])]
     return found
+
+
+NO_GPU = "no-gpu"
+
+
+def _no_gpu(host: HostState) -> Finding:
+    """A host without an NVIDIA GPU: no driver (or one that lists none) and no device node.
+    Said once, as information, with what to do if a GPU was expected."""
+    why = host.message if host.nvml_status != "no-gpu" else "the NVIDIA driver lists no GPU"
+    return Finding(NO_GPU, "nvml", "info", None, f"no NVIDIA GPU here: {why}",
+                   "no NVIDIA driver and no GPU device node: a host without an NVIDIA GPU",
+                   f"if this host should have an NVIDIA GPU: {host.fix or 'install the NVIDIA driver'}")
 
 
 def _node_finding(folder: str, name: str, problem: str) -> Finding:

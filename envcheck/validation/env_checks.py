@@ -24,6 +24,8 @@ def host_check(ctx: Context) -> Check:
                      f"{len(gpus)} usable GPU(s): {names}", "; ".join(host.warnings))
     message, fix = host.no_gpu_reason()
     if not ctx.gpu_env:
+        if host.nvml_status in ("no-library", "driver-not-loaded", "no-gpu") and not host.gpus:
+            return Check("host", "skip", "no NVIDIA GPU (health: no-gpu); not needed by this CPU env")
         return Check("host", "skip", f"no usable NVIDIA GPU ({message}); not needed by this CPU env")
     serious = host.nvml_status not in ("ok", "no-library", "no-gpu")
     return Check("host", "fail" if serious else "warn",

@@ -26,10 +26,19 @@ def gpu_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
                      "findings": _findings(gpu.get("findings"))})
     node = _findings((section.get("node") or {}).get("findings"))
     if node:
-        verdict = next((e for e in ("not-ready", "degraded") if any(f["effect"] == e for f in node)), "ready")
-        rows.append({"label": "node", "verdict": verdict, "used": section.get("node_used", bool(used)),
+        rows.append({"label": "node", "verdict": node_verdict(section), "used": section.get("node_used", bool(used)),
                      "findings": node})
     return rows
+
+
+def node_verdict(section: dict[str, Any]) -> str:
+    """The node's verdict as the section says it (``host.level1``: the one word every view
+    shows); a section stored before it said so: read from its findings."""
+    said = (section.get("node") or {}).get("verdict")
+    if said:
+        return said
+    node = _findings((section.get("node") or {}).get("findings"))
+    return next((e for e in ("not-ready", "degraded") if any(f["effect"] == e for f in node)), "ready")
 
 
 def _findings(found: Any) -> list[dict[str, Any]]:
@@ -53,6 +62,10 @@ def text_lines(section: dict[str, Any] | None, indent: str = "  ") -> list[str]:
         return []
     lines = [f"{indent}{head}"]
     for row in gpu_rows(section):
+        if row["verdict"] == "no-gpu":  # a state, said once: what to do if a GPU was expected
+            said = row["findings"][0]
+            lines.append(f"{indent}  {row['label']}: no-gpu ({said['measured']}); {said['action']}")
+            continue
         if not row["used"]:  # its findings are not this env's: counted, not listed
             count = len([f for f in row["findings"] if f["effect"] != "info"])
             more = f", {count} finding(s): `envcheck gpu` and `validate --level 1 --json` list them" if count else ""

@@ -64,7 +64,22 @@ def _template():
     environment = jinja2.Environment(loader=jinja2.PackageLoader("envcheck.cli", "templates"),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True)
+    environment.filters["code"] = code_spans
     return environment.get_template("report.html.j2")
+
+
+def code_spans(text: Any):
+    """``text`` escaped, each `span` in backticks (the commands envcheck's fixes and actions
+    quote) as <code>: the page shows a command, not Markdown's quotes around it."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    if text is None:
+        return ""
+    parts = re.split(r"`([^`]+)`", str(text))
+    return Markup("".join(str(escape(p)) if i % 2 == 0 else f"<code>{escape(p)}</code>"
+                          for i, p in enumerate(parts)))
 
 
 def _env_view(env: dict[str, Any]) -> dict[str, Any]:

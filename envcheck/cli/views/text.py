@@ -178,7 +178,11 @@ def provision(result) -> str:
 
 
 def doctor(result: Any) -> str:
-    lines = [f"host: {host_line(result.host)}"]
+    health = getattr(result.report, "health", None) if result.report else None
+    if isinstance(health, dict) and health.get("host_verdict") == "no-gpu":
+        lines = ["host: no-gpu (no NVIDIA GPU: the env's health below says what to do if one was expected)"]
+    else:
+        lines = [f"host: {host_line(result.host)}"]
     lines += [f"  warning: {w}" for w in result.host.warnings]
     lines.append("envs:")
     lines += ranking_lines(result.selection)
