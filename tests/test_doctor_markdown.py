@@ -56,7 +56,7 @@ def test_health_fields_and_versions(fake_nvml: FakeNvml, home: Path, wheelhouse:
         assert fact in out
     [row] = gpu_rows(out)
     assert row == ["0", "NVIDIA A100-SXM4-80GB", "8.0", "300 / 81920 MiB", "37 % / 12 %", "45 °C",
-                   "71 / 400 W", "2 / 5", "1234 python3 (512 MiB)", "ok"]
+                   "71 / 400 W", "2 / 5", "1234 python3 (512 MiB)", "not-ready"]  # its health, not NVML's "ok"
     assert "/opt/conda" not in out  # a process's name, never its path
     envs = out.split("### Envs")[1]
     assert "| tf | ready | tensorflow-cpu 2.21.0 |" in envs and "| quick |" in envs
@@ -75,7 +75,7 @@ def test_a_stored_verdict_that_no_longer_holds_is_shown_out_of_date(fake_nvml: F
     # on another driver, the doctor validates its env again; the other's verdict is old news
     later = doctor_markdown(fake_nvml, home, [HEALTHY], FAKE_NVML_DRIVER="555.42.02")
     rows = {line.split("|")[1].strip(): line for line in later.split("### Envs")[1].splitlines() if line.startswith("| ")}
-    assert "ready (out of date: NVIDIA driver changed since)" in rows[other]
+    assert "| out of date (ready; NVIDIA driver changed since) |" in rows[other]
     assert "out of date" not in rows[validated]
 
 
@@ -84,7 +84,7 @@ def test_unsupported_fields_are_na_with_the_reason(fake_nvml: FakeNvml, home: Pa
     healthy, bare = gpu_rows(out)
     assert healthy[4:9] == ["37 % / 12 %", "45 °C", "71 / 400 W", "2 / 5", "1234 python3 (512 MiB)"]
     assert bare[:4] == ["1", "NVIDIA T4", "7.5", "300 / 15360 MiB"]
-    assert bare[4:] == ["N/A", "N/A", "N/A", "N/A", "N/A", "ok"]
+    assert bare[4:9] == ["N/A", "N/A", "N/A", "N/A", "N/A"]
     for label in ("temperature", "power draw", "power limit", "ECC errors (volatile)", "processes"):
         assert f"- GPU 1: {label} N/A: not supported on this GPU" in out
     assert "- GPU 0:" not in out
@@ -106,8 +106,8 @@ def test_a_gpu_lost_while_its_health_is_read_is_its_own_row(fake_nvml: FakeNvml,
     out = doctor_markdown(fake_nvml, home, [HEALTHY, HEALTHY],
                           FAKE_NVML_ERROR_nvmlDeviceGetPowerUsage="15:1")
     first, lost = gpu_rows(out)
-    assert first[6] == "71 / 400 W" and first[9] == "ok"
-    assert lost[4:9] == ["N/A"] * 5 and lost[9] == "lost"
+    assert first[6] == "71 / 400 W" and first[9] == "not-ready"  # 2 uncorrected ECC errors
+    assert lost[4:9] == ["N/A"] * 5 and lost[9] == "not-ready"
     assert "- GPU 1: lost: the GPU has fallen off the bus" in out
 
 

@@ -197,11 +197,13 @@ def test_check_ready_carries_the_stored_verdict_and_the_env_not_ready_the_gates_
 
 def test_provision_is_ready_only_when_every_requested_env_is():
     created = Provisioned("tf", "tf", "created", "created from preset tf", "ready")
-    slow = Provisioned("pt", "pt", "unchanged", "already made", "degraded")
+    slow = Provisioned("pt", "pt", "unchanged", "already made", "degraded", fix="check the GPU's clocks",
+                       problem="env pt: speedup: the GPU is slower than the CPU")
     skipped = Provisioned("tf-gpu", "tf-gpu", "skipped", "no usable GPU", fix="install the driver")
     stale = Provisioned("old", "old", "stale", "made from another version", fix="envcheck env remove old --yes")
     assert envelope_of(ProvisionResult([created, skipped])) == expect("ready", ready_envs=["tf"])
-    assert envelope_of(ProvisionResult([created, slow, skipped])) == expect("degraded", ready_envs=["tf", "pt"])
+    assert envelope_of(ProvisionResult([created, slow, skipped])) == expect(  # the warning, never null
+        "degraded", "env pt: speedup: the GPU is slower than the CPU", "check the GPU's clocks", ["tf", "pt"])
     result = ProvisionResult([created, stale, slow])
     assert result.exit_code == 1 and envelope_of(result) == expect(
         "not-ready", "env old: stale: made from another version", "envcheck env remove old --yes", ["tf", "pt"])

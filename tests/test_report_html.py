@@ -134,7 +134,7 @@ def test_text_shows_each_report_and_says_when_there_is_none(reports):
     _, env = reports
     r = run(env, "report", "tfgpu", "fresh")
     assert r.code == 1
-    assert "env fresh: no stored report (never validated); fix: envcheck validate fresh" in r.out
+    assert "env fresh: never validated; fix: envcheck validate fresh" in r.out
     assert "nothing it depends on changed since" in r.out and "GPU over CPU speedup: gpu:0 14.0x, gpu:1 12.1x" in r.out
     assert run(env, "report", "tfgpu").code == 0
 
@@ -263,7 +263,8 @@ def test_the_page_shows_the_stored_reports_and_fetches_nothing(reports, browser,
 
     # Verdicts and checks with their fixes; an env without a report is not a pass.
     summary = {r[0]: r[2] for r in cells(page, "section#envs tbody tr")}
-    assert summary == {"corrupt": "no report", "fresh": "no report", "hostile": "not-ready", "tfgpu": "ready"}
+    assert summary == {"corrupt": "never validated", "fresh": "never validated", "hostile": "not-ready",
+                       "tfgpu": "ready"}
     checks = {r[0]: r for r in cells(page, 'section[data-env="hostile"] table.checks tbody tr')}
     smoke = next(c for c in stored(home, "hostile")["checks"] if c["id"] == "smoke")
     assert checks["smoke"][1] == "fail" and checks["smoke"][2] == smoke["summary"] and checks["smoke"][3] == smoke["fix"]

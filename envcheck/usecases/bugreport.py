@@ -32,6 +32,13 @@ class EnvVerdict:
     validated: str | None = None  # when
     changed: list[str] = field(default_factory=list)  # what changed since (report.evidence): out of date
 
+    @property
+    def validation(self) -> str:
+        """What its stored validation says now (``reports.validation_word``)."""
+        from ..validation.reports import validation_word
+
+        return validation_word(self.verdict, self.changed)
+
 
 @dataclass
 class BugReport(Result):
@@ -45,7 +52,7 @@ class BugReport(Result):
         return self.diagnosis.exit_code
 
     def body(self) -> dict[str, Any]:
-        return {"system": self.system, "envs": [asdict(e) for e in self.envs],
+        return {"system": self.system, "envs": [{**asdict(e), "validation": e.validation} for e in self.envs],
                 "doctor": self.diagnosis.to_json()}
 
 
@@ -88,6 +95,5 @@ def bug_report(session: Session, *, smoke: bool = True, timeout: float | None = 
                framework: str | None = None, level: int = 2) -> BugReport:
     """Run the doctor with GPU health read in its one NVML session; then every env's verdict
     (the selected env's is the one the doctor has just stored)."""
-    session.want_health()
     diagnosis = doctor(session, smoke=smoke, timeout=timeout, framework=framework, level=level)
     return BugReport(system_facts(), diagnosis, _env_verdicts(session))

@@ -25,6 +25,7 @@ class Diagnosis(Result):
     report: Report | None
     next_steps: list[str] = field(default_factory=list)
     envs: list[dict[str, Any]] = field(default_factory=list)  # each env as the fleet compares it
+    health: Any = None  # the level-1 read of this host (host.level1.HealthReport), None: not read
 
     @property
     def ok(self) -> bool:
@@ -39,7 +40,8 @@ class Diagnosis(Result):
         has none); not-ready with no env to validate. The node: the host read, and the level-1
         health of the chosen env's validation."""
         first_step = self.next_steps[0] if self.next_steps else None
-        facts = node(self.host.facts(), node_health([self.report.health if self.report else None]), self.envs)
+        read = self.health.node_health() if self.health is not None else None
+        facts = node(self.host.facts(), node_health([self.report.health]) if self.report else read, self.envs)
         if self.report is None:
             return envelope("not-ready", "no env to validate", first_step, [], facts)
         verdict = self.report.verdict
@@ -61,8 +63,11 @@ def _next_steps(session: Session, selection: Selection, report: Report | None,
     host = session.host
     if report is None:
         return [selection.warning or create_hint(session, framework)]
-    steps = [f"{check.id}: {check.fix}" for check in report.checks
-             if check.status in ("fail", "warn") and check.fix]
+    fixes: dict[str, list[str]] = {}  # a fix several checks share is one step, naming them
+    for check in report.checks:
+        if check.status in ("fail", "warn") and check.fix:
+            fixes.setdefault(check.fix, []).append(check.id)
+    steps = [f"{', '.join(ids)}: {fix}" for fix, ids in fixes.items()]
     if host.usable_gpus and not selection.gpu_tier:
         gpu = gpu_hint(session.home, host, framework)
         steps.append("this host has usable GPUs but no env can use them"
@@ -87,4 +92,4 @@ def doctor(session: Session, *, smoke: bool = True, timeout: float | None = None
         report = session.validate_and_store(session.store.get(selection.chosen), smoke=smoke,
                                             timeout=timeout, progress=progress, level=level)
     return Diagnosis(session.host, selection, report, _next_steps(session, selection, report, framework),
-                     [info.identity() for info in session.store.list()])
+                     [info.identity() for info in session.store.list()], session.health_read())

@@ -34,6 +34,7 @@ from ..errors import BusyError, EnvcheckError, UsageError
 from ..progress import SILENT, Progress
 from ..results import OK_VERDICTS, Result, envelope, node
 from ..validation.health import node_health
+from .validate_envs import report_problem
 
 if TYPE_CHECKING:
     from ..envs.env_info import EnvInfo
@@ -58,6 +59,7 @@ class Outcome:
     verdict: str | None = None  # of the validation: ready | degraded | not-ready
     fix: str | None = None
     log: str | None = None  # full installer output of a failed create
+    problem: str | None = None  # its validation's first failure, else first warning ("env N: check: ...")
 
     @property
     def ok(self) -> bool:
@@ -90,8 +92,10 @@ class ProvisionResult(Result):
         facts = node(health=node_health([self.health]))
         if bad is not None:
             return envelope("not-ready", f"env {bad.name}: {bad.action}: {bad.reason}", bad.fix, done, facts)
-        degraded = any(o.verdict == "degraded" for o in self.envs if o.action != "skipped")
-        return envelope("degraded" if degraded else "ready", ready_envs=done, node_facts=facts)
+        warned = next((o for o in self.envs if o.verdict == "degraded" and o.action != "skipped"), None)
+        if warned is not None:
+            return envelope("degraded", warned.problem, warned.fix, done, facts)
+        return envelope("ready", ready_envs=done, node_facts=facts)
 
     def body(self) -> dict[str, Any]:
         return {"envs": [asdict(o) for o in self.envs], "ok": self.ok, "health": self.health}
@@ -343,6 +347,9 @@ def check(session: Session, outcome: Outcome, *, smoke: bool, timeout: float | N
     report = session.validate_and_store(session.store.get(outcome.name), smoke=smoke, timeout=timeout,
                                         progress=progress, level=level)
     outcome.verdict = report.verdict
+    outcome.problem, warned_fix = report_problem(report)
+    if report.verdict == "degraded":
+        outcome.fix = outcome.fix or warned_fix
     if report.verdict == "not-ready" and outcome.action in ("created", "unchanged"):
         failed = next(c for c in report.checks if c.status == "fail")
         outcome.reason += f"; validation failed: {failed.id}: {failed.summary}"

@@ -43,10 +43,18 @@ class EnvEvidence:
     def current(self) -> bool | None:
         return None if self.report is None else not self.changed
 
+    @property
+    def validation(self) -> str:
+        """What its stored validation says now (``reports.validation_word``)."""
+        from ..validation.reports import validation_word
+
+        return validation_word(self.report.verdict if self.report else None, self.changed)
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.state,
                 "report": self.report.to_json() if self.report else None,
-                "missing": self.missing, "current": self.current, "changed": self.changed}
+                "missing": self.missing, "current": self.current, "changed": self.changed,
+                "validation": self.validation}
 
 
 @dataclass
@@ -56,6 +64,7 @@ class StoredReports(Result):
     envs: list[EnvEvidence]
     generated: str
     next_steps: list[str] = field(default_factory=list)  # doctor's, for `doctor --html`
+    health: Any = None  # level 1 as read now (host.level1.HealthReport; doctor's), None: not read
 
     @property
     def exit_code(self) -> int:
@@ -69,7 +78,9 @@ class StoredReports(Result):
                    "degraded": verdicts.count("degraded"), "not_ready": verdicts.count("not-ready"),
                    "no_report": sum(e.report is None for e in self.envs),
                    "out_of_date": sum(e.current is False for e in self.envs)}
-        return {"generated": self.generated, "host": self.host.facts(),
+        health = None if self.health is None else {
+            "verdict": self.health.verdict, "gpus": {str(g.index): g.verdict for g in self.health.gpus}}
+        return {"generated": self.generated, "host": self.host.facts(), "health": health,
                 "envs": [e.to_json() for e in self.envs], "summary": summary,
                 "next_steps": self.next_steps}
 
@@ -96,7 +107,7 @@ def doctor_reports(session: Session, diagnosis: Diagnosis) -> StoredReports:
     fresh = diagnosis.report
     envs = [EnvEvidence(info.name, info.state, fresh) if fresh and info.name == fresh.env
             else evidence(session, info) for info in session.store.list()]
-    return StoredReports(diagnosis.host, envs, _now(), list(diagnosis.next_steps))
+    return StoredReports(diagnosis.host, envs, _now(), list(diagnosis.next_steps), diagnosis.health)
 
 
 def evidence(session: Session, info: EnvInfo) -> EnvEvidence:

@@ -34,6 +34,8 @@ class Ranked:
     version: str | None = None
     validated: str | None = None  # verdict of the last validation, while it is current
     why_cpu: str | None = None  # a GPU build on the CPU tier, in a word: no-gpu | incompatible | failed
+    build: str | None = None  # what its framework was built for: gpu | cpu (None: not known)
+    validation: str = "never validated"  # what its stored validation says now (reports.VALIDATION)
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -166,25 +168,30 @@ def select(envs: list[EnvInfo], host: HostState, *, framework: str | None = None
             selection.excluded.append({"name": info.name, "reason": why_not})
             continue
         build = frameworks.build_from_packages(info.packages, framework)
-        stored = _stored_verdict(home, info, host)
+        stored, validation = validation_state(home, info, host)
         tier, reason, why_cpu = _tier(info, build, host, stored, verdicts)
         named = build.framework if build else (framework or frameworks.detect(info.packages)[0])
-        ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored, why_cpu)
+        ranked = Ranked(info.name, tier, reason, named, build.version if build else None, stored, why_cpu,
+                        None if build is None else "gpu" if build.gpu_capable else "cpu", validation)
         keyed.append((_sort_key(ranked, build), ranked))
     selection.ranking = [r for _, r in sorted(keyed, key=lambda kv: kv[0])]
     selection.warning = _warning(selection, framework, requirements, host, require_gpu, home)
     return selection
 
 
-def _stored_verdict(home: Home | None, info: EnvInfo, host: HostState) -> str | None:
-    """The verdict of env ``info``'s stored validation while it still describes the env and
-    this host (``StoredReport.verdict_now``): an out-of-date pass or failure counts for nothing."""
+def validation_state(home: Home | None, info: EnvInfo, host: HostState) -> tuple[str | None, str]:
+    """(the verdict of env ``info``'s stored validation while it still describes the env and
+    this host (``StoredReport.verdict_now``: an out-of-date pass or failure counts for
+    nothing), what that validation says now in ``reports.VALIDATION``'s words)."""
     if home is None:
-        return None
+        return None, "never validated"
     from ..validation.reports import StoredReport, fingerprint
 
     stored = StoredReport.load(home, info.name)
-    return stored.verdict_now(fingerprint(info, host)) if stored is not None else None
+    if stored is None:
+        return None, "never validated"
+    now = fingerprint(info, host)
+    return stored.verdict_now(now), stored.state_now(now)
 
 
 def _warning(selection: Selection, framework: str | None, requirements: Sequence[Requirement],

@@ -65,15 +65,9 @@ class Session:
         self.observer = observer
         self.store: EnvStore = env_store(self.home, observer)
         self._host = host if health is None else health.host
-        self._health = False
         self._level1: HealthReport | None = health
         self._want_level1 = False
         self._injected = host is not None and health is None  # a host given alone: no NVML read
-
-    def want_health(self) -> None:
-        """Have the host probe read each GPU's health too (``doctor --markdown``). Called before
-        the host is first read, so NVML is still initialised once."""
-        self._health = True
 
     def want_level1(self) -> None:
         """Have the host be read by level-1 health (``host.level1``: the probe and every GPU's
@@ -89,7 +83,7 @@ class Session:
                 return self.health.host
             from ..host.probe import probe
 
-            self._host = probe(health=self._health)
+            self._host = probe()
         return self._host
 
     @property

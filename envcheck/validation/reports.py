@@ -119,6 +119,10 @@ class StoredReport:
         """The fingerprint's parts that changed since (empty exactly when ``current``)."""
         return freshness.changed(self.data, fingerprint)
 
+    def state_now(self, fingerprint: dict[str, Any]) -> str:
+        """What it says now, in ``VALIDATION``'s words (``validation_word``)."""
+        return validation_word(self.verdict, self.changed(fingerprint))
+
     def verdict_now(self, fingerprint: dict[str, Any]) -> str | None:
         """Its verdict while it is current, else None: an out-of-date pass or failure says
         nothing about the env now."""
@@ -177,6 +181,24 @@ def store_report(home: Home, report: Report) -> Path:
     path = home.report(report.env)
     write_atomic(path, report.to_json())
     return path
+
+
+# What an env's stored validation says now, the words every view shows (select, doctor, report;
+# text, JSON, Markdown, HTML): its verdict while it is current; "drifted" when the env itself
+# changed since (its packages, files, interpreter, manifest, state or lock), "out of date" when
+# only the host did (driver, GPUs, CUDA variables); "never validated" without a report.
+VALIDATION = ("ready", "degraded", "not-ready", "never validated", "drifted", "out of date")
+ENV_PARTS = ("packages", "python", "env_state", "interpreter", "manifest", "files", "lock")
+
+
+def validation_word(verdict: str | None, changed: list[str]) -> str:
+    """``VALIDATION``'s word for a stored ``verdict`` (None: no report) whose fingerprint parts
+    ``changed`` since."""
+    if verdict is None:
+        return "never validated"
+    if not changed:
+        return verdict
+    return "drifted" if any(part in ENV_PARTS for part in changed) else "out of date"
 
 
 def load_report(home: Home, name: str) -> dict[str, Any] | None:

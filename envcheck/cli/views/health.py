@@ -68,7 +68,7 @@ def text_lines(section: dict[str, Any] | None, indent: str = "  ") -> list[str]:
             continue
         if not row["used"]:  # its findings are not this env's: counted, not listed
             count = len([f for f in row["findings"] if f["effect"] != "info"])
-            more = f", {count} finding(s): `envcheck gpu` and `validate --level 1 --json` list them" if count else ""
+            more = f", {count} finding(s): `envcheck gpu --level 1` lists them" if count else ""
             lines.append(f"{indent}  {row['label']}: {row['verdict']} (not used by this env{more})")
             continue
         lines.append(f"{indent}  {row['label']}: {row['verdict']}")

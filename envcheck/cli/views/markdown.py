@@ -41,7 +41,8 @@ def bug_report(result) -> str:
     diagnosis, host = result.diagnosis, result.diagnosis.host
     lines = ["## envcheck doctor", "", *_system(result.system, host), ""]
     if host.gpus:
-        lines += ["### GPUs", "", *_gpus(host.gpus), *_na_notes(host.gpus), ""]
+        verdicts = {g.index: g.verdict for g in diagnosis.health.gpus} if diagnosis.health is not None else {}
+        lines += ["### GPUs", "", *_gpus(host.gpus, verdicts), *_na_notes(host.gpus), ""]
     if host.warnings:
         lines += [*(f"- warning: {cell(w)}" for w in host.warnings), ""]
     lines += ["### Envs", ""]
@@ -61,15 +62,18 @@ def _system(system: dict[str, str], host: HostState) -> list[str]:
     return md_table(("Item", "Value"), rows)
 
 
-def _gpus(gpus: list) -> list[str]:
+def _gpus(gpus: list, verdicts: dict[int, str]) -> list[str]:
     header = ("GPU", "Name", "CC", "Memory used / total", "Util GPU / memory", "Temp",
-              "Power draw / limit", "ECC uncorrected volatile / aggregate", "Processes", "Status")
-    return md_table(header, [_gpu_row(g) for g in gpus])
+              "Power draw / limit", "ECC uncorrected volatile / aggregate", "Processes", "Health")
+    return md_table(header, [_gpu_row(g, verdicts.get(g.index)) for g in gpus])
 
 
-def _gpu_row(g) -> tuple[Any, ...]:
+def _gpu_row(g, verdict: str | None) -> tuple[Any, ...]:
+    """A GPU's row; its last column is its level-1 health verdict (the word `gpu --level 1`
+    says), or NVML's failure for a GPU that could not be read, or "not read"."""
     memory = None if g.memory_total_mib is None else f"{g.memory_used_mib} / {g.memory_total_mib} MiB"
-    status = g.status + ("" if g.visible else ", hidden by CUDA_VISIBLE_DEVICES")
+    status = (verdict or (g.status if g.status != "ok" else "not read")) \
+        + ("" if g.visible else ", hidden by CUDA_VISIBLE_DEVICES")
     h = g.health
     if h is None:  # not read: a GPU that failed before its health could be
         return (g.index, g.name, g.compute_capability, memory, *[None] * 5, status)
@@ -117,10 +121,8 @@ def _envs(envs: list) -> list[str]:
     from .report import CHANGED
 
     def verdict(e) -> str:
-        if not e.verdict:
-            return "not validated"
         stale = ", ".join(CHANGED.get(key, key) for key in e.changed)
-        return f"{e.verdict} (out of date: {stale} changed since)" if stale else e.verdict
+        return f"{e.validation} ({e.verdict}; {stale} changed since)" if e.verdict and stale else e.validation
 
     rows = [(e.name, e.state, ", ".join(e.frameworks) or "none", e.python, verdict(e), e.depth,
              (e.validated or "")[:19] or None)

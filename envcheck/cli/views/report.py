@@ -30,8 +30,8 @@ def stored_reports(result) -> str:
     for env in result.envs:
         lines.append("")
         if env.report is None:
-            lines.append(f"env {env.name}: no stored report ({env.missing}); "
-                         f"fix: envcheck validate {env.name}")
+            why = f" ({env.missing})" if env.missing != env.validation else ""
+            lines.append(f"env {env.name}: {env.validation}{why}; fix: envcheck validate {env.name}")
             continue
         body = report_lines(env.report)
         lines += body[:1] + [f"  {provenance(env.to_json())}"] + body[1:]
@@ -45,7 +45,7 @@ def provenance(env: dict[str, Any]) -> str:
     if env["current"]:
         return line + "nothing it depends on changed since"
     changed = ", ".join(CHANGED.get(key, key) for key in env["changed"])
-    return line + f"out of date: {changed} changed since; fix: envcheck validate {env['name']}"
+    return line + f"{env['validation']}: {changed} changed since; fix: envcheck validate {env['name']}"
 
 
 # -- HTML -------------------------------------------------------------------------------------

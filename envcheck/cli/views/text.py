@@ -57,7 +57,11 @@ def host_line(host: HostState) -> str:
     from ...host.compat import probed_driver
 
     if host.usable_gpus:
-        names = ", ".join(f"{g.index}: {g.name} (cc {g.compute_capability})" for g in host.usable_gpus)
+        models: dict[str, list[int]] = {}  # eight GPUs of one model read as one line
+        for g in host.usable_gpus:
+            models.setdefault(f"{g.name} (cc {g.compute_capability})", []).append(g.index)
+        names = ", ".join(f"{len(ix)} × {model}: {device_span([f'GPU:{i}' for i in ix]).replace('GPU:', '')}"
+                          if len(ix) > 1 else f"{ix[0]}: {model}" for model, ix in models.items())
         driver, unreadable = probed_driver(host.driver_version)
         driver = driver or f"unknown ({unreadable or 'not reported'})"
         return f"driver {driver}, CUDA {host.cuda_driver_version}; GPUs {names}"
@@ -92,8 +96,9 @@ def compat(result) -> str:
 def ranking_lines(selection: Selection, indent: str = "  ") -> list[str]:
     """The ranking, the selected env marked ``*`` (none is when --require-gpu finds no GPU env)."""
     rows = [("*" if r.name == selection.selected else " ", r.name,
-             r.tier + (f" ({r.why_cpu})" if r.why_cpu else ""), r.reason) for r in selection.ranking]
-    rows += [(" ", ex["name"], "-", f"not ranked: {ex['reason']}") for ex in selection.excluded]
+             r.tier + (" (GPU build)" if r.tier == "cpu" and r.build == "gpu" else ""), r.validation, r.reason)
+            for r in selection.ranking]
+    rows += [(" ", ex["name"], "-", "-", f"not ranked: {ex['reason']}") for ex in selection.excluded]
     return table(rows, indent)
 
 
@@ -134,12 +139,10 @@ def report_lines(report: Report) -> list[str]:
     lines += table([(c.id, STATUS_MARK[c.status], c.summary) for c in report.checks], "  ")
     if report.devices:
         rows = [("DEVICE", "STATUS", "MS/STEP", "LOSS first -> last", "NOTE")]
-        for d in report.devices:
+        for devices, d in grouped_devices(report.devices):
             loss = (f"{_fmt(d['loss_first'], '.4f')} -> {_fmt(d['loss_last'], '.4f')}"
                     if d["loss_first"] is not None else "-")
-            error = [ln for ln in (d.get("error") or "").splitlines() if ln.strip()]
-            note = error[-1].strip() if error else (f"on {d['placed_on']}" if d.get("placed_on") else "")
-            rows.append((d["device"], d["status"], _fmt(d["ms_per_step"]), loss, note))
+            rows.append((devices, d["status"], _fmt(d["ms_per_step"]), loss, device_note(d)))
         lines += [""] + table(rows, "  ")
     if report.speedup:
         parts = ", ".join(f"{dev} {ratio:.1f}x" for dev, ratio in report.speedup["gpu_over_cpu"].items())
@@ -148,9 +151,43 @@ def report_lines(report: Report) -> list[str]:
         from .health import text_lines
 
         lines += ["", *text_lines(report.health)]
-    lines += [f"  fix ({c.id}): {c.fix}" for c in report.checks if c.fix and c.status in ("fail", "warn")]
+    fixes: dict[str, list[str]] = {}  # a fix several checks share is said once, naming them
+    for c in report.checks:
+        if c.fix and c.status in ("fail", "warn"):
+            fixes.setdefault(c.fix, []).append(c.id)
+    lines += [f"  fix ({', '.join(ids)}): {fix}" for fix, ids in fixes.items()]
     lines.append(f"verdict: {colour(report.verdict)}")
     return lines
+
+
+def device_note(d: dict) -> str:
+    """A device row's note: the last line of its error, else where it ran."""
+    error = [ln for ln in (d.get("error") or "").splitlines() if ln.strip()]
+    return error[-1].strip() if error else (f"on {d['placed_on']}" if d.get("placed_on") else "")
+
+
+def grouped_devices(devices: list[dict]) -> list[tuple[str, dict]]:
+    """The device rows, those that failed alike (the same status and error) as one row naming
+    them all ("gpu:0-7"); a row that passed is its own (its figures are its own)."""
+    groups: dict[tuple, list[dict]] = {}
+    for d in devices:
+        key = (d["status"], device_note(d)) if d["status"] != "pass" and d.get("error") else (id(d),)
+        groups.setdefault(key, []).append(d)
+    return [(device_span([d["device"] for d in members]), members[0]) for members in groups.values()]
+
+
+def device_span(names: list[str]) -> str:
+    """["gpu:0", "gpu:1", "gpu:2", "gpu:5"] -> "gpu:0-2, gpu:5": runs of one kind's indexes."""
+    out: list[str] = []
+    for name in names:
+        kind, _, index = name.partition(":")
+        last = out[-1].rpartition(":") if out else ("", "", "")
+        if index.isdigit() and last[0] == kind and last[2].split("-")[-1].isdigit() \
+                and int(last[2].split("-")[-1]) + 1 == int(index):
+            out[-1] = f"{kind}:{last[2].split('-')[0]}-{index}"
+        else:
+            out.append(name)
+    return ", ".join(out)
 
 
 def validation(run) -> str | tuple[str, str]:
