@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see abov
 if TYPE_CHECKING:
     from ..host.level1 import HealthReport
     from ..host.probe import HostState
+    from ..paths import Home
     from .session import Session
 
 DEFAULT_MAX_AGE = "24h"  # a stored validation older than this is checked again
@@ -67,7 +68,7 @@ class GateResult(Result):
 
 
 def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: int,
-          host: HostState | None = None) -> GateResult:
+          host: HostState | None = None, home: Home | None = None) -> GateResult:
     """The answer a validation report gives for these requirements. ``host`` (a probe) names the
     cause and fix when the env needs GPUs this host has none of, as ``select --require-gpu`` does."""
     usable = int(report.get("gpus_usable") or 0)
@@ -83,10 +84,28 @@ def judge(name: str, report: dict, cached: bool, require_gpu: bool, min_gpus: in
         checked = next((c for c in report.get("checks", []) if c.get("id") == "host"), {})
         ready, reason = False, (f"needs {needed} GPU(s) the env can train on, has {usable}"
                                 + (f" ({checked.get('summary')})" if checked.get("summary") else ""))
-        fix = checked.get("fix") or f"envcheck validate {name} shows why; see envcheck select --require-gpu"
+        fix = checked.get("fix") or _gpu_env_fix(name, report, host, home)
     else:
         ready, reason, fix = True, f"{report.get('verdict')}, {usable} GPU(s) usable", None
     return GateResult(name, ready, cached, reason, fix, freshness.age_s(report), usable, report)
+
+
+def _gpu_env_fix(name: str, report: dict, host: HostState | None, home: Home | None) -> str:
+    """The fix for an env that trains on fewer GPUs than asked on a host that has usable ones:
+    a CPU build's is the GPU env to create (as `select --require-gpu` says); else its validation
+    says why."""
+    build = report.get("build") if isinstance(report.get("build"), dict) else {}
+    if host is not None and home is not None and host.usable_gpus and not build.get("cuda_version"):
+        from .hints import gpu_hint
+
+        framework = build.get("framework") if isinstance(build.get("framework"), str) else None
+        try:
+            hint = gpu_hint(home, host, framework)
+        except Exception:  # noqa: BLE001 - advice only: an unknown framework name gives the general one
+            hint = None
+        if hint:
+            return f"env {name} is a CPU build, it can't use this host's GPUs: {hint}"
+    return f"envcheck validate {name} shows why; see envcheck select --require-gpu"
 
 
 def needs_gpu(result: GateResult, require_gpu: bool, min_gpus: int) -> bool:
@@ -129,10 +148,10 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
     smoke = smoke or level >= 3
     if level == 1:
         report = session.validate_and_store(info, smoke=False, level=1)
-        result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+        result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host, session.home)
     elif stored is not None and stored.answers(fingerprint(info, session.host), max_age=max_age, smoke=smoke) \
             and stored.data.get("level", 2) >= level:
-        result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
+        result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host, session.home)
     elif stored is not None and stored.data.get("verdict") in ("ready", "degraded") and info.state == "ready" \
             and (drift := _drift(session, info.name)) is not None:
         result = GateResult(info.name, False, False, f"drifted since validation: {drift.summary()}",
@@ -141,7 +160,7 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
                             int(stored.data.get("gpus_usable") or 0), stored.data)
     else:
         report = session.validate_and_store(info, smoke=smoke, level=level)
-        result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+        result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host, session.home)
     result.identity = info.identity()
     return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
 
@@ -212,10 +231,10 @@ def _judge_here(require_gpu: bool, min_gpus: int, seconds: float) -> GateResult:
     session.want_level1()
     stored = StoredReport.load(home, info.name) if home else None
     if stored is not None and stored.answers(fingerprint(info, session.host), max_age=seconds):
-        result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host)
+        result = judge(info.name, stored.data, True, require_gpu, min_gpus, session.host, session.home)
         return with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
     report = session.validate_and_store(info, smoke=False, store=home is not None)
-    result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host)
+    result = judge(info.name, report.to_json(), False, require_gpu, min_gpus, session.host, session.home)
     result = with_health(result, session.health_read(), needs_gpu(result, require_gpu, min_gpus))
     if home is None and result.fix:
         result.fix = _from_here(result.fix, info.name)
