@@ -73,3 +73,16 @@ def test_a_driver_version_nvml_reports_unreadably_is_unknown_not_bad_input(tfgpu
     human = fake_nvml.cli(env, "doctor", "--no-smoke")
     assert human.code == 1 and "error" not in human.err
     assert f"host: driver unknown (NVML reported {driver!r}, which is not a version)" in human.out
+
+
+def test_the_gpu_env_suggested_is_of_the_framework_the_user_has(home, local_wheels, fake_nvml):
+    (home / "presets").mkdir(exist_ok=True)
+    (home / "presets" / "pt.toml").write_text('title = "pt"\nkind = "cpu"\nframework = "torch"\n'
+                                              'packages = ["torch==2.13.0+cpu"]\n')
+    made = envcheck(clean_env(ENVCHECK_HOME=str(home)), "env", "create", "pt", "--preset", "pt", "--no-index",
+                    "--find-links", str(local_wheels))
+    assert made.code == 0, made.err
+    env = fake_nvml.env(ENVCHECK_HOME=str(home), FAKE_NVML_DRIVER="550.54.15", FAKE_NVML_CUDA="12040")
+    steps = envcheck(env, "doctor", "--no-smoke", "--json").json()["next_steps"]
+    gpu = [s for s in steps if "no env can use them" in s]
+    assert gpu and "--preset pytorch-" in gpu[0] and "tensorflow" not in gpu[0], steps

@@ -81,6 +81,8 @@ def test_max_age(gated):
 def test_require_gpu_on_a_cpu_build_is_not_ready(gated):
     data = gate(gated, "--require-gpu")
     assert not data["ready"] and "GPU" in data["reason"] and data["fix"]
+    # the real fix, as `select --require-gpu` gives it: the GPU env of its framework to create
+    assert data["fix"].startswith("env tf is a CPU build") and "envcheck env create tensorflow" in data["fix"]
 
 
 def test_auto_picks_the_selected_env(gated):

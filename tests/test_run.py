@@ -172,6 +172,7 @@ def test_command_not_found_exits_127_with_one_line(run):
     r = run("run", "--env", "dl", "--", "no-such-command-xyz", "--flag")
     assert r.code == 127
     assert r.err.strip().count("\n") == 0 and "no-such-command-xyz: command not found" in r.err
+    assert "envcheck env add dl PACKAGE" in r.err  # the env's name filled in
 
 
 def test_missing_command_exits_2(run):

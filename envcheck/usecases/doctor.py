@@ -69,7 +69,9 @@ def _next_steps(session: Session, selection: Selection, report: Report | None,
             fixes.setdefault(check.fix, []).append(check.id)
     steps = [f"{', '.join(ids)}: {fix}" for fix, ids in fixes.items()]
     if host.usable_gpus and not selection.gpu_tier:
-        gpu = gpu_hint(session.home, host, framework)
+        # the frameworks the user has: the GPU build of the chosen env's, not the registry's first
+        mine = framework or next((r.framework for r in selection.ranking if r.framework), None)
+        gpu = gpu_hint(session.home, host, mine)
         steps.append("this host has usable GPUs but no env can use them"
                      + (f": {gpu}" if gpu else "; no GPU preset fits this host"))
     if report.verdict != "not-ready":
