@@ -244,12 +244,22 @@ def test_auto_without_a_usable_gpu_skips_gpu_presets_with_the_reason(fake_nvml, 
         assert envs[name]["action"] == "skipped" and envs[name]["reason"].startswith("no usable GPU: ")
 
 
-def test_a_gpu_preset_asked_by_name_is_built_even_where_auto_would_skip_it(fake_nvml, auto_home, wheelhouse):
-    """Asked for explicitly, it is made, and its validation says why it can't use the GPU."""
+def test_a_gpu_preset_asked_by_name_is_refused_as_env_create_refuses_it(fake_nvml, auto_home, wheelhouse):
+    """The same rule as `env create`: a GPU preset this host can't train with is bad input,
+    before anything is downloaded; --for-another-host makes it anyway, and its validation
+    says why it can't use the GPU."""
     env = fake_nvml.env(ENVCHECK_HOME=str(auto_home), **OLD_DRIVER)
+    created = fake_nvml.cli(env, "env", "create", "x", "--preset", "tensorflow-gpu-cuda12", *offline(wheelhouse))
     r = fake_nvml.cli(env, "provision", "--preset", "tensorflow-gpu-cuda12", "--no-smoke", "--json",
                       *offline(wheelhouse))
+    assert created.code == r.code == 2 and "Traceback" not in r.err
+    assert created.err.split("this host can't train")[1] == r.err.split("this host can't train")[1]
+    assert not (auto_home / "envs" / "tensorflow-gpu-cuda12").exists()
+    r = fake_nvml.cli(env, "provision", "--preset", "tensorflow-gpu-cuda12", "--no-smoke", "--json",
+                      "--for-another-host", *offline(wheelhouse))
     assert r.code == 1
     (made,) = r.json()["envs"]
     assert made["action"] == "created" and made["verdict"] == "not-ready"
     assert "validation failed: compat" in made["reason"]
+
+

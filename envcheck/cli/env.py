@@ -7,7 +7,7 @@ import click
 
 from ..errors import UsageError
 from ._common import confirm, declare, index_options, index_settings, pass_ctx
-from .options import JSON
+from .options import FOR_ANOTHER_HOST, JSON
 
 
 @click.group()
@@ -27,8 +27,7 @@ def env() -> None:
 @click.option("--python", metavar="X", help="a Python version ('3.10') or interpreter path")
 @click.option("--add", "add", multiple=True, metavar="REQ", help="an extra requirement (repeatable)")
 @click.option("--kernel", is_flag=True, help="also a Jupyter kernel for it (see `envcheck kernel install`)")
-@click.option("--for-another-host", is_flag=True,
-              help="make a GPU preset's (or lock's) env even though this host can't train with it")
+@declare(FOR_ANOTHER_HOST)
 @click.option("--no-link", is_flag=True, help="install even where an intact env of the same packages could be linked")
 @index_options
 @declare(JSON)

@@ -85,6 +85,8 @@ MAX_AGE = Option("--max-age", "max_age", "how old a stored validation may be (s,
                  DEFAULT_MAX_AGE, age, "AGE", show_default=True)
 SMOKE = Option("--smoke", "smoke", "also run the smoke fit when the stored validation can't answer",
                False, is_flag=True)
+FOR_ANOTHER_HOST = Option("--for-another-host", "for_another_host", "make a GPU preset's (or lock's) env even "
+                          "though this host can't train with it", False, is_flag=True)
 NO_SMOKE = Option("--no-smoke", "no_smoke", "skip the smoke fit (quick checks only)", False, is_flag=True)
 TIMEOUT = Option("--timeout", "timeout", "seconds allowed per device (> 0, at most a day: 86400)",
                  DEFAULT_TIMEOUT, seconds, "SECONDS", show_default=True)

@@ -251,17 +251,21 @@ def ensure(store: EnvStore, preset: Preset, *, installer: str | None = None,
 
 def ensure_lock(session: Session, lock: Lock, name: str, *, installer: str | None = None,
                 index: IndexSettings | None = None, offline: bool = False, wait: float = DEFAULT_WAIT,
-                progress: Progress = SILENT) -> Outcome:
-    """Make env ``name`` from ``lock`` unless it already is (from the same lock: unchanged; from
-    anything else: stale, left as it is). What it installs is chosen as `env create --lock`
-    chooses (``locking.prepare``)."""
+                progress: Progress = SILENT, for_another_host: bool = False) -> Callable[[], Outcome]:
+    """The step that makes env ``name`` from ``lock`` unless it already is (from the same lock:
+    unchanged; from anything else: stale, left as it is). What it installs is chosen as `env
+    create --lock` chooses (``locking.prepare``), here and now when the env is to be made, so
+    a lock this host can't take is bad input before anything is made."""
     from .locking import prepare
 
     store = session.store
     label = f"lock {lock.source}"
+    existing = _existing(store, name)
+    prepared = prepare(session, lock, for_another_host=for_another_host) \
+        if existing is None or existing.state == "incomplete" else None
 
     def make() -> None:
-        interpreter, selected, preset = prepare(session, lock)
+        interpreter, selected, preset = prepared or prepare(session, lock, for_another_host=for_another_host)
         store.create_from_lock(name, lock, selected, interpreter, preset, installer=installer, index=index,
                                offline=offline, keep_log=True, progress=progress)
 
@@ -274,7 +278,7 @@ def ensure_lock(session: Session, lock: Lock, name: str, *, installer: str | Non
                            f"({lock.digest[:19]}...); left as it is", fix=rebuild)
         return Outcome(name, label, "unchanged", f"already made from this lock on {info.manifest.get('created')}")
 
-    return _ensure(store, name, label, f"created from {label}", make, compare, wait, progress)
+    return lambda: _ensure(store, name, label, f"created from {label}", make, compare, wait, progress)
 
 
 def _ensure(store: EnvStore, name: str, label: str, created: str, make: Callable[[], object],
@@ -361,9 +365,12 @@ def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str
               smoke: bool = True, installer: str | None = None, index: IndexSettings | None = None,
               wait: float = DEFAULT_WAIT, timeout: float | None = None,
               progress: Progress = SILENT, framework: str | None = None, level: int = 2,
-              lock_file: str | None = None, name: str | None = None, offline: bool = False) -> ProvisionResult:
+              lock_file: str | None = None, name: str | None = None, offline: bool = False,
+              for_another_host: bool = False) -> ProvisionResult:
     """Plan, ensure and check (at health ``level``: 1 reads only): see the module docstring.
-    ``lock_file``: the env of that lock (``name``: its name, else the lock's env or preset's)."""
+    ``lock_file``: the env of that lock (``name``: its name, else the lock's env or preset's).
+    A GPU preset named (or a lock) this host can't train with is refused before anything is
+    made, by `env create`'s rule (``refuse_misfit``; ``for_another_host``: made anyway)."""
     session.want_level1()
     if lock_file is None and (name or offline):
         raise UsageError(f"{'--name' if name else '--offline'} goes with --lock", "pass --lock FILE too")
@@ -378,10 +385,13 @@ def provision(session: Session, *, names: tuple[str, ...] = (), files: tuple[str
         if not name:
             raise UsageError(f"lock {lock.source} names no env", "pass --name NAME")
         check_name(name)
-        todo = [(name, lambda: ensure_lock(session, lock, name, installer=installer, index=index,
-                                           offline=offline, wait=wait, progress=progress))]
+        todo = [(name, ensure_lock(session, lock, name, installer=installer, index=index, offline=offline,
+                                   wait=wait, progress=progress, for_another_host=for_another_host))]
     else:
         planned = plan(session.home, names, files, auto, session.host if auto else None, framework)
+        for p in planned:  # named GPU presets: the variant this host gets, or refused as env create refuses
+            if p.skip is None and p.preset.kind == "gpu":
+                p.preset = refuse_misfit(session, p.preset, for_another_host=for_another_host)
         todo = [(p.preset.name, p if p.skip else
                  (lambda p=p: ensure(session.store, p.preset, installer=installer, index=index, wait=wait,
                                      progress=progress))) for p in planned]
