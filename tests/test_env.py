@@ -396,3 +396,29 @@ def test_pip_configuration_is_read_only_where_it_can_change_where_packages_come_
     served = indexes.IndexSettings.from_options(None, (), ["https://wheels.example/"], True)
     indexes.configured(served)  # a server's links: its trusted hosts and certificates may apply
     assert len(reads) == 4
+
+
+def test_the_log_a_progress_line_points_at_is_kept_and_old_ones_pruned(cli, home, tiny, wheelhouse):
+    logs = home / "logs"
+    logs.mkdir()
+    for day in range(1, 13):  # twelve older logs of this env, and one of another
+        (logs / f"dl-create-202601{day:02d}T000000-1.log").write_text("old\n")
+        os.utime(logs / f"dl-create-202601{day:02d}T000000-1.log", (day * 86400, day * 86400))
+    (logs / "other-add-20260101T000000-1.log").write_text("old\n")
+    r = cli("env", "create", "dl", "--preset", "tiny", *offline(wheelhouse))
+    assert r.code == 0, r.err
+    shown = r.err.split("(log: ")[1].split(")")[0]
+    assert Path(shown).is_file() and "alpha==1.0" in Path(shown).read_text()  # the installer's output, kept
+    kept = sorted(p.name for p in logs.iterdir() if p.name.startswith("dl-"))
+    assert len(kept) == 10 and Path(shown).name in kept and "dl-create-20260112T000000-1.log" in kept
+    assert "dl-create-20260101T000000-1.log" not in kept and (logs / "other-add-20260101T000000-1.log").exists()
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_an_installers_failure_shows_the_lines_that_say_why(cli, home, wheelhouse, installer):
+    (home / "presets").mkdir()
+    (home / "presets" / "gap.toml").write_text(TINY.replace('"alpha==1.0"', '"alpha>1.0,<2.0"'))
+    r = cli("env", "create", "gap", "--preset", "gap", "--installer", installer, *offline(wheelhouse))
+    assert r.code == 2 and r.err.count("envcheck: error") == 1
+    said = r.err.split("envcheck: error: ")[1]
+    assert ("alpha<=1.0" in said and "alpha>=2.0" in said) if installer == "uv" else "(from versions: 1.0, 2.0)" in said

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -552,6 +553,15 @@ def test_an_unreachable_preset_index_is_left_out_with_a_warning(cli, home, local
     assert doc["schema"] == "envcheck.env/1" and doc["env"]["state"] == "ready"
     assert len(doc["warnings"]) == 1 and url in doc["warnings"][0]
     assert doc["env"]["index"]["unreachable"] == [url]
+
+    for form in ((), ("--json",)):  # provision keeps the warning env create gives
+        shutil.rmtree(home / "envs" / "pt")
+        made = cli("provision", "--preset", "pt", "--no-smoke", *empty_index, "--find-links", str(local_wheels), *form)
+        assert made.code == 0, made.err
+        if form:
+            assert url in made.json()["envs"][0]["warnings"][0]
+        else:
+            assert f"warning (pt): the preset's index {url} could not be reached" in made.out
 
 
 def test_with_no_index_the_preset_index_is_not_used(cli, home, local_wheels):

@@ -218,11 +218,22 @@ _RESOLUTION = re.compile(
 
 
 def _last_error(tail: str) -> str:
-    lines = [ln.strip() for ln in tail.splitlines() if ln.strip() and not ln.startswith("$ ")]
-    for line in reversed(lines):
-        if re.search(r"error|because|not found|no solution|could not", line, re.IGNORECASE):
-            return line.removeprefix("ERROR: ").removeprefix("error: ")
-    return lines[-1] if lines else "no output"
+    """The installer's last error, with the lines that continue it (uv's "Because only the
+    following versions of X are available:" and the versions it lists, up to the conclusion)."""
+    raw = [ln.rstrip() for ln in tail.splitlines() if ln.strip() and not ln.startswith("$ ")]
+    for at in range(len(raw) - 1, -1, -1):
+        if re.search(r"error|because|not found|no solution|could not", raw[at], re.IGNORECASE):
+            said = [raw[at].strip()]
+            depth = len(raw[at]) - len(raw[at].lstrip())
+            for line in raw[at + 1:]:  # more indented than the line it continues
+                if len(line) - len(line.lstrip()) <= depth or len(said) >= 12:
+                    break
+                said.append(line.strip())
+            if at and "(from versions:" in raw[at - 1]:  # pip says which versions there are the line before
+                said.insert(0, raw[at - 1].strip() + ";")
+            text = " ".join(s.removeprefix("ERROR: ").removeprefix("error: ") for s in said)
+            return text if len(text) <= 600 else text[:597] + "..."
+    return raw[-1].strip() if raw else "no output"
 
 
 _DISK = re.compile(r"(No space left on device|os error 28)|(Disk quota exceeded|os error 122)|"

@@ -16,6 +16,7 @@ observer the session hands it, nothing by default; the core never prints).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .indexes import IndexSettings
     from .presets import Preset
 
+LOGS_KEPT = 10  # each env's newest installer logs kept in $ENVCHECK_HOME/logs
+LOG_NAME = re.compile(r"(?P<name>.+)-(?P<action>create|add)-\d{8}T\d{6}-\d+\.log")
 NOT_EXPORTED = {"pip"}  # the installer's own tool, as `pip freeze` leaves it out
 
 
@@ -167,14 +170,30 @@ class EnvStore:
             raise
 
     def _log(self, name: str, action: str) -> Path:
-        """A new log, readable by its owner only (an installer's output may name private indexes)."""
+        """A new log, readable by its owner only (an installer's output may name private indexes).
+        Logs stay after success too (a progress line points at them); each env keeps its
+        newest ``LOGS_KEPT``, older ones go as a new one starts."""
         self.home.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
         path = self.home.logs / f"{name}-{action}-{stamp}-{os.getpid()}.log"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.fchmod(fd, 0o600)
         os.close(fd)
+        self._prune_logs(name)
         return path
+
+    def _prune_logs(self, name: str) -> None:
+        """Env ``name``'s logs but the newest ``LOGS_KEPT`` removed (another process may be
+        pruning too: a log already gone is fine)."""
+        logs = []
+        for entry in os.scandir(self.home.logs):
+            match = LOG_NAME.fullmatch(entry.name)
+            if match and match["name"] == name:
+                with suppress(OSError):
+                    logs.append((entry.stat().st_mtime_ns, entry.name, entry.path))
+        for _, _, path in sorted(logs, reverse=True)[LOGS_KEPT:]:
+            with suppress(OSError):
+                os.unlink(path)
 
     def create(self, name: str, preset: Preset, *, python: str | None = None, add: tuple[str, ...] = (),
                installer: str | None = None, index: IndexSettings | None = None, keep_log: bool = False,

@@ -212,7 +212,6 @@ def _make(store: EnvStore, name: str, target: Path, record: dict[str, Any], inst
             if target.exists():  # placed: ours (cleared above, under the lock), even if an
                 store.scratch.delete(name, target)  # interrupt landed right after the rename
             raise
-        log.unlink(missing_ok=True)
     progress.done("created" if not record.get("linked_from") else f"created, linked from env {record['linked_from']}")
     return store.get(name)
 
@@ -316,7 +315,6 @@ def add_packages(store: EnvStore, name: str, requirements: tuple[str, ...], *, i
         log = store._log(name, "add")
         progress.start(f"env {name}", f"adding {' '.join(reqs)} to env {name} with {backend.name}", log)
         _install_more(store, info, reqs, backend, settings, log, progress)
-        log.unlink(missing_ok=True)
     progress.done("packages added")
     return store.get(name)
 

@@ -60,6 +60,7 @@ class Outcome:
     fix: str | None = None
     log: str | None = None  # full installer output of a failed create
     problem: str | None = None  # its validation's first failure, else first warning ("env N: check: ...")
+    warnings: list[str] = field(default_factory=list)  # what its create warned of (a preset's index unreachable)
 
     @property
     def ok(self) -> bool:
@@ -264,9 +265,9 @@ def ensure_lock(session: Session, lock: Lock, name: str, *, installer: str | Non
     prepared = prepare(session, lock, for_another_host=for_another_host) \
         if existing is None or existing.state == "incomplete" else None
 
-    def make() -> None:
+    def make() -> EnvInfo:
         interpreter, selected, preset = prepared or prepare(session, lock, for_another_host=for_another_host)
-        store.create_from_lock(name, lock, selected, interpreter, preset, installer=installer, index=index,
+        return store.create_from_lock(name, lock, selected, interpreter, preset, installer=installer, index=index,
                                offline=offline, keep_log=True, progress=progress)
 
     def compare(info: EnvInfo) -> Outcome:
@@ -291,8 +292,9 @@ def _ensure(store: EnvStore, name: str, label: str, created: str, make: Callable
         if info is not None and info.state != "incomplete":
             return compare(info)
         try:
-            make()
-            return Outcome(name, label, "created", created)
+            made = make()
+            warned = list((getattr(made, "manifest", None) or {}).get("warnings") or [])
+            return Outcome(name, label, "created", created, warnings=warned)
         except BusyError:
             progress.start(f"env {name}", f"env {name} is being changed by another envcheck process; "
                            f"waiting for it (up to {max(deadline - time.monotonic(), 0):.0f} s)")

@@ -205,6 +205,7 @@ def provision(result) -> str:
     rows += [(o.name, o.action, o.verdict or "-", o.reason) for o in result.envs]
     lines = table(rows)
     for o in result.envs:
+        lines += [f"warning ({o.name}): {w}" for w in o.warnings]
         if o.fix and not o.ok:
             lines.append(f"fix ({o.name}): {o.fix}")
         if o.log:
