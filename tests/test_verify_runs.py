@@ -81,6 +81,20 @@ def test_bytecode_not_compiled_from_its_source_is_drift(env, made, how):  # noqa
     assert verify(env)[0] == 0 and verify(env, "--hashes")[0] == 0
 
 
+def test_bytecode_judged_by_several_checkers_at_once_is_judged_the_same(made, monkeypatch):
+    """Many pycs are shared among a checker per CPU: one checker per pyc here, and the one
+    planted is still the one named."""
+    from envcheck.envs import pycache, verify
+
+    source = made / SITE / "beta" / "__init__.py"
+    python(made, "-c", PLANT, str(source), "__version__ = 'planted'\n", "timestamp")
+    monkeypatch.setattr(pycache, "PER_CHECKER", 1)
+    monkeypatch.setattr(pycache.os, "cpu_count", lambda: 64)
+    drift = verify.verify(str(made), verify.read(str(made)), hashes=True)
+    assert drift.compiled > 2 and drift.bytecode_note is None
+    assert [os.path.basename(p) for p in drift.files["bytecode"]] == [f"__init__.{sys.implementation.cache_tag}.pyc"]
+
+
 def test_a_stray_pyc_python_runs_where_no_source_is_is_an_added_file(env, made):  # noqa: F811
     site = made / SITE
     python(made, "-c", "import marshal, importlib.util, sys; open(sys.argv[1], 'wb').write("

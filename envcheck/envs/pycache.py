@@ -29,6 +29,7 @@ CACHE = "__pycache__"
 BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH  # writable by the group or anyone
 START_S = 30.0  # the checker's deadline: its start, then
 PER_FILE_S = 0.01  # per pyc judged (compiling a module takes about a millisecond)
+PER_CHECKER = 200  # pycs that make starting another checker worth it
 
 
 def _sources(files: list[str]) -> dict[str, set[str]]:
@@ -153,22 +154,38 @@ def check(env_dir: str, recorded: dict[str, list] | None, files: Callable[[], li
 
 def _judge(env_dir: str, pycs: list[tuple[str, str]]) -> tuple[set[str], str | None]:
     """The pycs (relative to the env) the env's interpreter would load that are not compiled
-    from their source, and why they could not be judged (then all of them count)."""
+    from their source, and why they could not be judged (then all of them count). Many are
+    shared among up to a checker per CPU (``--hashes`` compiles every module of the env)."""
     if not pycs:
         return set(), None
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .metadata import env_python
+
     root = os.path.join(env_dir, "")
     rels = {root + os.path.join(cache, name): os.path.join(cache, name) for cache, name in pycs}
     pairs = [[root + os.path.join(cache, name), root + os.path.join(os.path.dirname(cache), _stem(name) + ".py")]
              for cache, name in pycs]
+    python = env_python(env_dir)
+    workers = max(1, min(os.cpu_count() or 1, len(pairs) // PER_CHECKER))
+    with ThreadPoolExecutor(workers) as pool:
+        answers = list(pool.map(lambda chunk: _ask(python, chunk), [pairs[i::workers] for i in range(workers)]))
+    why = next((answer for answer in answers if isinstance(answer, str)), None)
+    if why is not None:
+        return set(rels.values()), why
+    return {rels[path] for answer in answers for path in answer}, None
+
+
+def _ask(python: str, pairs: list[list[str]]) -> list[str] | str:
+    """The pycs of ``pairs`` ([pyc, source]) the env's ``python`` says are not compiled from
+    their source, or why it gave no answer."""
     import json
     import tempfile
 
     from .. import processes
     from ..child_env import clean_environ
     from . import bytecode
-    from .metadata import env_python
 
-    python = env_python(env_dir)
     limit = START_S + PER_FILE_S * len(pairs)
     with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as listing:
         json.dump(pairs, listing)
@@ -177,12 +194,15 @@ def _judge(env_dir: str, pycs: list[tuple[str, str]]) -> tuple[set[str], str | N
             done = processes.run([python, "-I", "-S", "-B", bytecode.__file__, listing.name],
                                  timeout=limit, env=clean_environ())
         except OSError as exc:
-            return set(rels.values()), f"the env's interpreter {python} can't be run: {exc.strerror or exc}"
+            return f"the env's interpreter {python} can't be run: {exc.strerror or exc}"
     if done.timed_out:
-        return set(rels.values()), f"the env's interpreter gave no answer within {limit:g} s"
+        return f"the env's interpreter gave no answer within {limit:g} s"
     try:
         answer: Any = json.loads(done.stdout)
-        return {rels[path] for path in answer["bad"]}, None
+        asked = {pyc for pyc, _ in pairs}
+        if all(path in asked for path in answer["bad"]):
+            return list(answer["bad"])
     except (ValueError, KeyError, TypeError):
-        last = (done.stderr.strip().splitlines() or ["no answer"])[-1][:200]
-        return set(rels.values()), f"the env's interpreter could not judge it: {last}"
+        pass
+    last = (done.stderr.strip().splitlines() or ["no answer"])[-1][:200]
+    return f"the env's interpreter could not judge it: {last}"
