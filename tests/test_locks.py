@@ -133,7 +133,7 @@ def test_drift_from_a_real_pip_install_and_from_an_edit_that_hides_itself(env, h
     assert text.code == 1 and "file edited:" in text.out and "--lock" in text.out
     validated = envcheck(env, "validate", "b", "--no-smoke", "--json")
     integrity = next(c for c in validated.json()["reports"][0]["checks"] if c["id"] == "integrity")
-    assert validated.code == 1 and integrity["summary"] == "drifted since it was made: 1 file(s) edited"
+    assert validated.code == 1 and integrity["summary"].startswith("drifted since it was made: 1 file(s) edited")
 
 
 def test_an_offline_create_from_the_wheelhouse_with_every_index_unreachable(env, home, tmp_path, wheelhouse):

@@ -147,6 +147,34 @@ def test_what_a_new_validation_stores_in_place_of_the_old():
     assert stored(driver_version="1").to_store(fresh("ready", "quick")).verdict == "ready"  # out of date
 
 
+def test_a_validation_after_a_change_is_stored_with_the_deeper_ones_figures():
+    """The env or host changed since a smoke fit: the quick validation is the answer now and
+    is stored, with the fit's rows and figures; the checks it skipped say what the fit found
+    then, as skipped (a verdict on the env as it was is none on the env now)."""
+    rows = [{"device": "cpu:0", "status": "pass", "ms_per_step": 4.2}, {"device": "gpu:0", "status": "pass",
+                                                                         "ms_per_step": 0.7}]
+    figures = [{"device": "gpu:0", "name": "matmul_tflops", "value": 300.0}]
+    deep = StoredReport({**stored(depth="smoke").data, "devices": rows, "figures": figures,
+                         "speedup": {"cpu_ms_per_step": 4.2, "gpu_over_cpu": {"gpu:0": 6.0}},
+                         "checks": [{"id": "smoke", "status": "pass", "summary": "2 device(s): 0.7-4.2 ms/step"}]})
+    quick = fresh("ready", "quick", PASSED, Check("smoke", "skip", "skipped (--no-smoke)"), files="touched")
+    kept = deep.to_store(quick)
+    assert kept is not None and kept.depth == "quick" and kept.fingerprint["files"] == "touched"
+    assert kept.devices == rows and kept.figures == figures and kept.speedup["gpu_over_cpu"] == {"gpu:0": 6.0}
+    smoke = next(c for c in kept.checks if c.id == "smoke")
+    assert smoke.status == "skip" and smoke.measured.startswith("measured by the smoke validation of")
+    assert smoke.summary.startswith("not run since files changed; it was pass: 2 device(s): 0.7-4.2 ms/step")
+    assert freshness.verdict_without_health(kept.to_json()) == "ready"
+    again = StoredReport(kept.to_json()).to_store(fresh("ready", "quick", PASSED, Check("smoke", "skip", "skipped"),
+                                                        files="touched twice"))
+    assert again.devices == rows and next(c for c in again.checks if c.id == "smoke").summary == smoke.summary
+    failed_fit = StoredReport({**stored("not-ready", "smoke").data, "devices": rows[:1],
+                               "checks": [{"id": "smoke", "status": "fail", "summary": "cpu:0: crashed"}]})
+    repaired = failed_fit.to_store(quick)  # a failure before the change stands for nothing now
+    assert repaired.verdict == "ready" and freshness.verdict_without_health(repaired.to_json()) == "ready"
+    assert repaired.devices == rows[:1]
+
+
 def test_an_unreadable_or_misshapen_report_is_none(home_of):
     session = home_of()
     assert StoredReport.load(session.home, "tf") is None

@@ -288,3 +288,57 @@ def test_a_newer_shallow_failure_is_the_answer_and_keeps_the_deeper_measurements
     smoke = check(report, "smoke")
     source = f"measured by the smoke validation of {deep.json()['reports'][0]['created']}"
     assert smoke["status"] == "pass" and smoke["summary"].count(source) == 1  # carried on by check's rerun too
+
+
+def test_a_quick_validation_after_a_touch_keeps_the_deeper_ones_figures(home, tmp_path):
+    """A stored smoke report (ms/step per device), then a `touch` of a top-level
+    site-packages file (the fingerprint moves) and `validate --no-smoke`: the quick report is
+    the answer now, and `report` still shows the figures, said to be the earlier fit's."""
+    standin_env(home, tmp_path, "x", "importerror")
+    assert envcheck(home, "validate", "x", "--no-smoke").code == 0
+    path = home / "envs" / "x" / "envcheck-report.json"
+    stored = json.loads(path.read_text())
+    rows = [{"device": "cpu:0", "status": "pass", "ms_per_step": 4.2, "loss_first": 2.3, "loss_last": 0.4},
+            {"device": "cpu:1", "status": "pass", "ms_per_step": 4.6, "loss_first": 2.3, "loss_last": 0.5}]
+    checks = [c if c["id"] != "smoke" else {**c, "status": "pass", "summary": "2 device(s): 4.2-4.6 ms/step"}
+              for c in stored["checks"]]
+    path.write_text(json.dumps({**stored, "depth": "smoke", "smoke": True, "devices": rows, "checks": checks}))
+    (shown,) = envcheck(home, "report", "x", "--json").json()["envs"]
+    assert shown["current"] and shown["report"]["depth"] == "smoke"
+
+    module = next((home / "envs" / "x" / "lib").glob("python3*/site-packages/tensorflow/__init__.py"))
+    subprocess.run(["touch", str(module)], check=True)
+    quick = envcheck(home, "validate", "x", "--no-smoke", "--json")
+    assert quick.code == 0 and quick.json()["reports"][0]["devices"] == [], quick.err
+    (shown,) = envcheck(home, "report", "x", "--json").json()["envs"]
+    report = shown["report"]
+    assert shown["current"] and report["depth"] == "quick" and report["verdict"] == "ready"
+    assert [(d["device"], d["ms_per_step"]) for d in report["devices"]] == [("cpu:0", 4.2), ("cpu:1", 4.6)]
+    smoke = check(report, "smoke")
+    assert smoke["status"] == "skip" and "it was pass: 2 device(s): 4.2-4.6 ms/step" in smoke["summary"]
+    assert f"measured by the smoke validation of {stored['created']}" in smoke["summary"]
+    assert "MS/STEP" in envcheck(home, "report", "x").out
+    assert envcheck(home, "check", "--env", "x", "--json").json()["cached"]  # the quick answer stands
+    assert not envcheck(home, "check", "--env", "x", "--smoke", "--json").json()["cached"]  # the fit is no answer
+
+
+@pytest.mark.slow
+def test_a_real_fit_survives_a_touch_and_a_quick_validation(tf_home, tmp_path):
+    """The issue's case on real TensorFlow: the smoke fit's ms/step, a `touch` of a
+    top-level site-packages file, `validate --no-smoke`: `report` still shows the ms/step."""
+    home = tmp_path / "home"
+    (home / "envs").mkdir(parents=True)
+    subprocess.run(["cp", "-al", str(tf_home / "envs" / "tf"), str(home / "envs")], check=True)  # links: cheap
+    (home / "envs" / "tf" / "envcheck-report.json").unlink(missing_ok=True)
+    deep = envcheck(home, "validate", "tf", "--devices", "cpu", "--json")
+    assert deep.code == 0, deep.err
+    (measured,) = deep.json()["reports"][0]["devices"]
+    module = next((home / "envs" / "tf" / "lib").glob("python3*/site-packages/six.py"))
+    shutil.copy2(module, module.with_suffix(".new"))
+    os.replace(module.with_suffix(".new"), module)  # its own inode: tf_home's file is left as it was
+    subprocess.run(["touch", str(module)], check=True)
+    quick = envcheck(home, "validate", "tf", "--no-smoke", "--json")
+    assert quick.code == 0, quick.err
+    (shown,) = envcheck(home, "report", "tf", "--json").json()["envs"]
+    assert shown["current"] and shown["report"]["depth"] == "quick"
+    assert shown["report"]["devices"][0]["ms_per_step"] == measured["ms_per_step"] > 0

@@ -40,6 +40,19 @@ LOG_NAME = re.compile(r"(?P<name>.+)-(?P<action>create|add)-\d{8}T\d{6}-\d+\.log
 NOT_EXPORTED = {"pip"}  # the installer's own tool, as `pip freeze` leaves it out
 
 
+@contextmanager
+def owner_writes() -> Iterator[None]:
+    """The process's umask with the group's and others' write bits added, for the frame: an
+    env's files someone else may write let them change what a training job runs (``env
+    verify`` names them)."""
+    previous = os.umask(0o022)
+    os.umask(previous | 0o022)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
 class EnvStore:
     """``frameworks_of`` names the frameworks in a {name: version} map, for the manifest's
     ``frameworks`` field: envs can't import ``envcheck.frameworks`` (a layer above them), so
@@ -152,12 +165,13 @@ class EnvStore:
     def _changing(self, name: str) -> Iterator[None]:
         """The frame of every change to env NAME: under its lock, after what an interrupted
         command left is settled; a full or read-only disk said plainly (exit 1); bad input
-        (exit 2) leaves none of the folders this command made."""
+        (exit 2) leaves none of the folders this command made; what it makes (the installers
+        too) writable by its owner only (``owner_writes``)."""
         bookkeeping = [self.home.root, self.home.envs, self.home.locks, self.home.logs,
                        self.home.root / "tmp", self.home.uv_cache.parent, self.home.uv_cache]
         fresh = [path for path in bookkeeping if not path.exists()]
         try:
-            with disk_errors(self.home.root), self.locked(name):
+            with disk_errors(self.home.root), self.locked(name), owner_writes():
                 self.scratch.recover(name, self.home.env_dir(name))
                 yield
         except UsageError:
@@ -217,8 +231,9 @@ class EnvStore:
 
         An env made before envcheck kept baselines is checked file by file against its
         RECORDs and its packages against its manifest, and, found clean, gets its baseline
-        now. Times found moved on files whose bytes are unchanged are recorded, when no other
-        process holds the env (the next check is quick again)."""
+        now. Times found moved on files whose bytes are unchanged, and bytecode found compiled
+        from its source, are recorded when no other process holds the env (the next check is
+        quick again)."""
         from . import verify as vf
 
         info = self._require_ready(name)
@@ -228,7 +243,7 @@ class EnvStore:
         if adopted:
             baseline, hashes = vf.adopt(str(info.path), info.manifest.get("packages") or {}, lock), True
         drift = vf.verify(str(info.path), baseline, hashes)
-        if drift.refreshed or (adopted and drift.clean):
+        if (drift.clean if adopted else drift.refreshes):
             with suppress(BusyError, OSError):
                 with self.locked(name):
                     vf.write(info.path, vf.refreshed(baseline, drift))

@@ -5,7 +5,8 @@ At the end of every create and add (and of a linked second env) the store takes 
 sha256 of its ``RECORD``, and each file its ``RECORD`` lists, by size, modification and
 change time, and the hash ``RECORD`` gives it (the wheel's own, checked by the installer when
 the env was made from a lock); each folder holding them by modification time and the names
-in it no ``RECORD`` lists (the venv's own files).
+in it no ``RECORD`` lists (the venv's own files); each ``__pycache__`` beside a recorded
+source with its pycs (``envs.pycache``); and ``pyvenv.cfg``'s sha256.
 
 ``verify`` compares now with the baseline:
 
@@ -14,13 +15,21 @@ in it no ``RECORD`` lists (the venv's own files).
 - files removed; ``changed`` (another size); ``edited`` (the same size, other bytes: found by
   hashing a file whose modification or change time moved; an edit that puts the modification
   time back still moves the change time, which no one can set); ``added`` (in a folder whose
-  time moved, a name no ``RECORD`` and no baseline lists). Bytecode (``__pycache__``,
-  ``*.pyc``) is derived from the sources and not compared.
+  time moved, a name no ``RECORD`` and no baseline lists: a stray ``*.pyc`` outside
+  ``__pycache__`` too, which Python runs where no source is);
+- ``bytecode``: a pyc in ``__pycache__`` the env's interpreter would run in place of its
+  source that is not compiled from it (``envs.pycache``: what moved is judged, or, with
+  ``hashes``, all); ``pyvenv.cfg`` changed or edited (read whole: it is a few lines).
 
-The default is that quick check; ``hashes=True`` hashes every file. A file whose times moved
-but whose bytes are the ones recorded is no drift (hard links made by uv's cache or by a
-linked env move the change time of every env sharing the file): its new times are handed back
-in ``refreshed`` so the store can record them, and the next check is quick again.
+Files and folders of the env writable by its group or anyone are named apart (``writable``,
+from the stats the check makes anyway): not drift (``clean`` is unchanged), but anyone on the
+machine can change what a training job runs.
+
+The default is that quick check; ``hashes=True`` hashes every file and judges every pyc. A
+file whose times moved but whose bytes are the ones recorded is no drift (hard links made by
+uv's cache or by a linked env move the change time of every env sharing the file): its new
+times are handed back in ``refreshed`` (and bytecode found sound in ``bytecode``) so the store
+can record them, and the next check is quick again.
 """
 from __future__ import annotations
 
@@ -29,10 +38,12 @@ import csv
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import pycache
 from .metadata import canonical_name, installed_packages, site_package_dirs
 
 NAME = "envcheck-files.json"
@@ -42,6 +53,9 @@ DERIVED = ("__pycache__",)
 PER_INSTALLER = ("INSTALLER", "REQUESTED", "direct_url.json", "uv_cache.json")
 SEEDED = ("pip",)  # what virtualenv puts in an env pip installs into: no package of the env's own
 LISTED = 200  # files named per kind in a report; the counts are always whole
+VENV_CFG = "pyvenv.cfg"
+KINDS = {"added": "file(s) added", "removed": "file(s) removed", "changed": "file(s) changed",
+         "edited": "file(s) edited", "bytecode": "pyc(s) not compiled from their source"}
 
 
 def _b64_sha256(path: str) -> str:
@@ -124,7 +138,19 @@ def take(env_dir: str, lock_digest: str | None = None) -> dict[str, Any]:
             continue
         extra = sorted(n for n in names if os.path.join(rel, n) not in known and not _derived(n))
         dirs[rel] = [st.st_mtime_ns, extra]
-    return {"schema": SCHEMA, "lock": lock_digest, "digest": content_digest(content), "dists": dists, "dirs": dirs}
+    return {"schema": SCHEMA, "lock": lock_digest, "digest": content_digest(content), "dists": dists, "dirs": dirs,
+            "bytecode": pycache.take(env_dir, _recorded(dists)), "venv_cfg": _venv_cfg(env_dir)}
+
+
+def _recorded(dists: dict[str, Any]) -> list[str]:
+    """Every file the baseline's distributions recorded, relative to the env."""
+    return [_env_path(d["site"], p) for d in dists.values() for p in d["files"]]
+
+
+def _venv_cfg(env_dir: str) -> list | None:
+    """[size, sha256] of the env's ``pyvenv.cfg``, or None when it has none."""
+    path = os.path.join(env_dir, VENV_CFG)
+    return [os.path.getsize(path), _hex_sha256(path)] if os.path.isfile(path) else None
 
 
 def adopt(env_dir: str, recorded: dict[str, str], lock_digest: str | None = None) -> dict[str, Any]:
@@ -154,7 +180,7 @@ def content_digest(lines: list[str]) -> str:
 
 
 def _derived(rel: str) -> bool:
-    return rel.endswith(".pyc") or any(part in DERIVED for part in rel.split(os.sep))
+    return any(part in DERIVED for part in rel.split(os.sep))
 
 
 def read(env_dir: str) -> dict[str, Any] | None:
@@ -178,28 +204,51 @@ class Drift:
     checked: int = 0  # files compared
     hashed: int = 0  # of which hashed
     packages: dict[str, dict] = field(default_factory=lambda: {"added": {}, "removed": {}, "changed": {}})
-    files: dict[str, list[str]] = field(default_factory=lambda: {"added": [], "removed": [], "changed": [], "edited": []})
-    counts: dict[str, int] = field(default_factory=lambda: {"added": 0, "removed": 0, "changed": 0, "edited": 0})
+    files: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    compiled: int = 0  # pycs judged against their source compiled
+    bytecode_note: str | None = None  # why bytecode could not be judged (each pyc then counts)
+    writable: list[str] = field(default_factory=list)  # writable by others (not drift: see the module)
+    writable_count: int = 0
     refreshed: dict[str, dict] = field(default_factory=dict, repr=False)  # dist -> {file: its new times}
+    bytecode: dict[str, list] | None = field(default=None, repr=False)  # the bytecode record as found
 
     @property
     def clean(self) -> bool:
         return not any(self.packages.values()) and not any(self.counts.values())
+
+    @property
+    def refreshes(self) -> bool:
+        """Does the baseline have times or bytecode to bring up to date (``refreshed``)?"""
+        return bool(self.refreshed) or self.bytecode is not None
 
     def _file(self, kind: str, rel: str) -> None:
         self.counts[kind] += 1
         if len(self.files[kind]) < LISTED:
             self.files[kind].append(rel)
 
+    def _mode(self, rel: str, st: os.stat_result) -> None:
+        if st.st_mode & pycache.BY_OTHERS and not stat.S_ISLNK(st.st_mode):
+            self.writable_count += 1
+            if len(self.writable) < LISTED:
+                self.writable.append(rel or ".")
+
     def summary(self) -> str:
         """One line: what drifted."""
         parts = [f"{len(v)} package(s) {k} ({_named(v)})" for k, v in self.packages.items() if v]
-        parts += [f"{n} file(s) {k}" for k, n in self.counts.items() if n]
+        parts += [f"{n} {KINDS[k]}" for k, n in self.counts.items() if n]
         return ", ".join(parts) or "no drift"
+
+    def writable_summary(self) -> str | None:
+        """One line naming what others may write, or None when nothing is."""
+        more = f", +{self.writable_count - 3} more" if self.writable_count > 3 else ""
+        named = ", ".join(self.writable[:3])
+        return f"{self.writable_count} file(s) writable by others: {named}{more}" if self.writable_count else None
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "clean": self.clean, "checked": self.checked, "hashed": self.hashed,
-                "packages": self.packages, "files": self.files, "counts": self.counts}
+                "compiled": self.compiled, "packages": self.packages, "files": self.files, "counts": self.counts,
+                "bytecode_note": self.bytecode_note, "writable": {"count": self.writable_count, "files": self.writable}}
 
 
 def _named(packages: dict, shown: int = 3) -> str:
@@ -242,6 +291,8 @@ def verify(env_dir: str, baseline: dict[str, Any], hashes: bool = False) -> Drif
             except OSError:
                 drift._file("removed", _env_path(d["site"], path))
                 continue
+            if st.st_mode & pycache.BY_OTHERS:
+                drift._mode(_env_path(d["site"], path), st)
             if st.st_size != size:
                 drift._file("changed", _env_path(d["site"], path))
             elif hashes or st.st_mtime_ns != mtime or st.st_ctime_ns != ctime:
@@ -256,7 +307,41 @@ def verify(env_dir: str, baseline: dict[str, Any], hashes: bool = False) -> Drif
                 elif st.st_mtime_ns != mtime or st.st_ctime_ns != ctime:
                     drift.refreshed.setdefault(name, {})[path] = [size, st.st_mtime_ns, st.st_ctime_ns]
     _added(env_dir, baseline, drift, moved)
+    _venv(env_dir, baseline, drift)
+    _bytecode(env_dir, baseline, drift, hashes)
     return drift
+
+
+def _venv(env_dir: str, baseline: dict[str, Any], drift: Drift) -> None:
+    """The env's folder and its ``pyvenv.cfg`` against the baseline's (one kept before it
+    recorded ``pyvenv.cfg`` takes it as it is)."""
+    for rel in ("", VENV_CFG):
+        try:
+            drift._mode(rel, os.stat(os.path.join(env_dir, rel)))
+        except OSError:
+            continue
+    if "venv_cfg" not in baseline:
+        return
+    was, now = baseline["venv_cfg"], _venv_cfg(env_dir)
+    if was is not None and now is None:
+        drift._file("removed", VENV_CFG)
+    elif now is not None and was is None:
+        drift._file("added", VENV_CFG)
+    elif now != was:
+        drift._file("changed" if now[0] != was[0] else "edited", VENV_CFG)
+
+
+def _bytecode(env_dir: str, baseline: dict[str, Any], drift: Drift, hashes: bool) -> None:
+    """Bytecode not compiled from its source (``envs.pycache``); the bytecode record as found
+    is handed back in ``drift.bytecode`` when it differs from the baseline's."""
+    recorded = baseline.get("bytecode")
+    found = pycache.check(env_dir, recorded, lambda: _recorded(baseline["dists"]), hashes, drift._mode)
+    drift.checked, drift.hashed = drift.checked + found.stated, drift.hashed + found.hashed
+    drift.compiled, drift.bytecode_note = found.judged, found.note
+    for rel in found.bad:
+        drift._file("bytecode", rel)
+    if found.record != recorded:
+        drift.bytecode = found.record
 
 
 def _added(env_dir: str, baseline: dict[str, Any], drift: Drift, moved: set[str]) -> None:
@@ -268,7 +353,9 @@ def _added(env_dir: str, baseline: dict[str, Any], drift: Drift, moved: set[str]
     for rel, (mtime, extra) in dirs.items():
         path = os.path.join(env_dir, rel)
         try:
-            if os.stat(path).st_mtime_ns == mtime:
+            st = os.stat(path)
+            drift._mode(rel, st)
+            if st.st_mtime_ns == mtime:
                 continue
             names = os.listdir(path)
         except OSError:
@@ -303,7 +390,9 @@ def _installed_by(env_dir: str, dists: set[str]) -> set[str]:
 
 
 def refreshed(baseline: dict[str, Any], drift: Drift) -> dict[str, Any]:
-    """The baseline with the times of files found unchanged by their hash brought up to date."""
+    """The baseline with the times of files found unchanged by their hash, and the bytecode
+    found compiled from its source, brought up to date."""
     dists = {name: {**d, "files": {**d["files"], **drift.refreshed[name]}} if name in drift.refreshed else d
              for name, d in baseline["dists"].items()}
-    return {**baseline, "dists": dists}
+    bytecode = drift.bytecode if drift.bytecode is not None else baseline.get("bytecode")
+    return {**baseline, "dists": dists, **({"bytecode": bytecode} if bytecode is not None else {})}

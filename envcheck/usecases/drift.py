@@ -3,7 +3,7 @@
 
 Kept apart from ``locking`` and plain (no dataclasses, no typing at import): `env verify` is
 run often, by hand, by a node's health check, by a fleet, and its answer should cost little
-more than the stats of the env's files (``cli/fast_verify.py``).
+more than the stats of the env's files (``bench/bench_verify.py`` measures it).
 """
 from __future__ import annotations
 

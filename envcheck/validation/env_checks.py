@@ -73,24 +73,25 @@ def integrity_check(ctx: Context) -> Check:
         return Check("integrity", "fail", f"{len(problems)} requirement problem(s): {problems[0]}",
                      "; ".join(problems), f"envcheck env add {info.name} '<the missing requirement>' or recreate the env")
     drift = _drift(info)
-    if drift is not None:
+    writable = drift.writable_summary() if drift is not None else None
+    if drift is not None and not drift.clean:
         lock = (info.manifest.get("lock") or {}).get("source")
         return Check("integrity", "fail", f"drifted since it was made: {drift.summary()}",
-                     f"envcheck env verify {info.name} names each file",
+                     "; ".join(filter(None, [f"envcheck env verify {info.name} names each file", writable])),
                      f"recreate it: envcheck env remove {info.name} --yes && envcheck env create {info.name} "
                      + (f"--lock {lock}" if lock else "..."))
+    if writable:  # anyone who may write them can change what a training job runs
+        return Check("integrity", "warn", writable, "; ".join(drift.writable),
+                     f"chmod -R go-w {info.path} (envcheck env verify {info.name} names each file)")
     return Check("integrity", "pass", f"manifest sound, {len(info.packages)} packages, requirements satisfied")
 
 
 def _drift(info):
-    """The env's drift since its baseline (``envs.verify``, quick), or None: clean, or no baseline."""
+    """The env's drift since its baseline (``envs.verify``, quick), or None: it has no baseline."""
     from ..envs import verify
 
     baseline = verify.read(str(info.path))
-    if baseline is None:
-        return None
-    drift = verify.verify(str(info.path), baseline)
-    return None if drift.clean else drift
+    return None if baseline is None else verify.verify(str(info.path), baseline)
 
 
 def libraries_check(ctx: Context) -> Check:

@@ -135,17 +135,20 @@ class StoredReport:
 
     def to_store(self, report: Report) -> Report | None:
         """What to store after validation ``report``: None to keep this one. A validation never
-        erases what one of the same fingerprint measured: a shallower one is dropped when it
-        passed, or when the deeper one failed (that failure stands until a validation as deep
-        says otherwise); one that is stored (a shallower failure, whose failure is the answer
-        now, or one as deep) carries what this one measured and it did not: device rows,
-        multi-replica, speedup and the checks it skipped, each saying which validation
-        measured it, so `report` still shows them."""
-        if not self.current(report.fingerprint):
-            return report
-        if freshness.deeper(self.depth, report.depth) and (report.ok or self.verdict == "not-ready"):
+        erases what an earlier one measured, whatever changed since. Of the same fingerprint,
+        a shallower one is dropped when it passed, or when the deeper one failed (that failure
+        stands until a validation as deep says otherwise); one that is stored (a shallower
+        failure, whose failure is the answer now, or one as deep) carries what this one
+        measured and it did not: device rows, multi-replica, speedup, level-3 figures and the
+        checks it skipped, each saying which validation measured it, so `report` still shows
+        them. When the fingerprint changed, ``report`` is the answer now and is stored with
+        those figures all the same; the checks it skipped stay skipped (a verdict on the env as
+        it was is none on the env now), their summaries saying what the earlier validation
+        found and what changed since."""
+        changed = self.changed(report.fingerprint)
+        if not changed and freshness.deeper(self.depth, report.depth) and (report.ok or self.verdict == "not-ready"):
             return None
-        return _carry(self.data, report)
+        return _carry(self.data, report, changed)
 
 
 def to_store(stored: StoredReport | None, report: Report) -> Report | None:
@@ -154,25 +157,32 @@ def to_store(stored: StoredReport | None, report: Report) -> Report | None:
     return report if stored is None else stored.to_store(report)
 
 
-def _carry(stored: dict[str, Any], report: Report) -> Report:
-    """A copy of ``report`` with what ``stored`` measured and it did not."""
+def _carry(stored: dict[str, Any], report: Report, changed: list[str]) -> Report:
+    """A copy of ``report`` with what ``stored`` measured and it did not; ``changed``: the
+    fingerprint's parts that changed since ``stored`` (its checks then carried as skipped)."""
     source = f"measured by the {freshness.depth_of(stored)} validation of {stored.get('created')}"
     skipped = {c.id for c in report.checks if c.status == "skip"}
-    earlier = {c["id"]: c for c in stored["checks"] if c["id"] in skipped and c["status"] != "skip"}
-    checks = [_carried(earlier[c.id], source) if c.id in earlier else c for c in report.checks]
+    earlier = {c["id"]: c for c in stored["checks"]
+               if c["id"] in skipped and (c["status"] != "skip" or isinstance(c.get("measured"), str))}
+    checks = [_carried(earlier[c.id], source, changed) if c.id in earlier else c for c in report.checks]
+    figures = stored.get("figures") if isinstance(stored.get("figures"), list) else None
     return replace(report, checks=checks, devices=report.devices or list(stored.get("devices") or []),
                    multi_replica=report.multi_replica or stored.get("multi_replica"),
                    speedup=report.speedup or stored.get("speedup"),
-                   build=report.build or dict(stored.get("build") or {}))
+                   build=report.build or dict(stored.get("build") or {}), figures=report.figures or figures)
 
 
-def _carried(check: dict[str, Any], source: str) -> Check:
+def _carried(check: dict[str, Any], source: str, changed: list[str]) -> Check:
     """A stored check, its summary saying which validation measured it (once, however often
-    it is carried on)."""
+    it is carried on). Measured before ``changed`` (fingerprint parts) changed, it is carried
+    as skipped, its summary saying what it found then."""
     measured = check.get("measured") if isinstance(check.get("measured"), str) else None
     summary = check["summary"] if measured else f"{check['summary']} ({source})"
-    return Check(check["id"], check["status"], summary, str(check.get("detail") or ""), check.get("fix"),
-                 measured or source)
+    status, fix = check["status"], check.get("fix")
+    if changed and status != "skip":
+        summary = f"not run since {', '.join(changed)} changed; it was {status}: {summary}"
+        status, fix = "skip", None
+    return Check(check["id"], status, summary, str(check.get("detail") or ""), fix, measured or source)
 
 
 def store_report(home: Home, report: Report) -> Path:

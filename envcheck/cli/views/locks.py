@@ -22,12 +22,15 @@ def verified(result) -> str:
     drift = result.drift
     head = f"env {result.env.name} against {result.reference}: "
     if drift.clean:
-        lines = [head + f"no drift ({drift.checked} files, {drift.hashed} hashed, {drift.mode})"]
+        compiled = f", {drift.compiled} pyc(s) compiled" if drift.compiled else ""
+        lines = [head + f"no drift ({drift.checked} files, {drift.hashed} hashed{compiled}, {drift.mode})"]
         if result.adopted:
             lines.append("it had no baseline (made by an older envcheck): every file was checked against its "
                          "RECORD, and the baseline is kept from now on")
-        return safe("\n".join(lines))
+        return safe("\n".join(lines + _writable(result)))
     lines = [head + f"DRIFT: {drift.summary()}"]
+    if drift.bytecode_note:
+        lines.append(f"  bytecode could not be judged: {drift.bytecode_note}")
     for kind, found in drift.packages.items():
         for name, what in found.items():
             if kind == "changed":
@@ -37,11 +40,24 @@ def verified(result) -> str:
             lines.append(f"  package {kind}: {name} {detail}")
     for kind, paths in drift.files.items():
         for path in paths[:SHOWN]:
-            lines.append(f"  file {kind}: {path}")
+            lines.append(f"  {'pyc not compiled from its source' if kind == 'bytecode' else 'file ' + kind}: {path}")
         if drift.counts[kind] > SHOWN:
             lines.append(f"  ... and {drift.counts[kind] - SHOWN} more {kind}")
     lock = (result.env.manifest.get("lock") or {}).get("source")
     fix = (f"envcheck env remove {result.env.name} --yes && envcheck env create {result.env.name} --lock {lock}"
            if lock else f"envcheck env remove {result.env.name} --yes, then create it again")
     lines.append(f"fix: {fix}")
-    return safe("\n".join(lines))
+    return safe("\n".join(lines + _writable(result)))
+
+
+def _writable(result) -> list[str]:
+    """What the env's group or anyone may write: a warning, each path, and its fix."""
+    drift = result.drift
+    if not drift.writable_count:
+        return []
+    lines = [f"WARNING: {drift.writable_count} file(s) writable by others: anyone who may write them can "
+             f"change what a training job runs"]
+    lines += [f"  writable by others: {path}" for path in drift.writable[:SHOWN]]
+    if drift.writable_count > SHOWN:
+        lines.append(f"  ... and {drift.writable_count - SHOWN} more")
+    return lines + [f"fix: chmod -R go-w {result.env.path}"]
