@@ -229,9 +229,16 @@ def test_fingerprint_names_driver_gpus_and_visibility(fake_nvml: FakeNvml) -> No
     assert first == {"driver_version": "550.54.15",
                      "gpu_uuids": ["GPU-fa4e0000-0000-0000-0000-000000000000",
                                    "GPU-fa4e0000-0000-0000-0000-000000000001"],
-                     "cuda_visible_devices": "0", "cuda_device_order": None}
+                     "cuda_visible": ["GPU-fa4e0000-0000-0000-0000-000000000000"]}
     upgraded = fake_nvml.probe({**env, "FAKE_NVML_DRIVER": "560.28.03"})["fingerprint"]
     assert upgraded != first
+    # what the variables mean, not how they are spelt: envcheck run's PCI order is no change
+    assert fake_nvml.probe({**env, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})["fingerprint"] == first
+    assert fake_nvml.probe({**env, "CUDA_VISIBLE_DEVICES": "GPU-fa4e0000-0000-0000-0000-000000000000"})[
+        "fingerprint"] == first
+    swapped = fake_nvml.probe({**env, "CUDA_VISIBLE_DEVICES": "1,0"})["fingerprint"]
+    assert swapped["cuda_visible"] == ["GPU-fa4e0000-0000-0000-0000-000000000001",
+                                       "GPU-fa4e0000-0000-0000-0000-000000000000"]
 
 
 # CUDA_VISIBLE_DEVICES rules, on Gpu records as probe() builds them.

@@ -144,9 +144,10 @@ def test_a_report_of_another_driver_and_gpus_is_out_of_date(reports, tmp_path):
     no_nvml = clean_env(ENVCHECK_HOME=str(home), LD_LIBRARY_PATH=str(tmp_path))
     r = run(no_nvml, "report", "tfgpu", "--json")
     [gpu] = r.json()["envs"]
-    assert gpu["current"] is False and gpu["changed"] == ["driver_version", "gpu_uuids"]
+    assert gpu["current"] is False and gpu["changed"] == ["driver_version", "gpu_uuids", "cuda_visible"]
     text = run(no_nvml, "report", "tfgpu").out
-    assert "out of date: NVIDIA driver, GPUs changed since; fix: envcheck validate tfgpu" in text
+    assert "out of date: NVIDIA driver, GPUs, the GPUs CUDA sees (CUDA_VISIBLE_DEVICES) changed since; " \
+           "fix: envcheck validate tfgpu" in text
 
 
 @pytest.mark.parametrize("target", ["missing-folder/r.html", "."])

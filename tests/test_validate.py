@@ -342,3 +342,29 @@ def test_a_real_fit_survives_a_touch_and_a_quick_validation(tf_home, tmp_path):
     (shown,) = envcheck(home, "report", "tf", "--json").json()["envs"]
     assert shown["current"] and shown["report"]["depth"] == "quick"
     assert shown["report"]["devices"][0]["ms_per_step"] == measured["ms_per_step"] > 0
+
+
+def test_the_gate_in_a_job_envcheck_runs_keeps_the_stored_deep_validation(home, tmp_path, fake_nvml):
+    """The README's pattern, `envcheck run --env E -- python train.py` whose script calls
+    `envcheck.ensure_ready()`: `run` sets CUDA_DEVICE_ORDER (as a kernel does), which is not a
+    change: the gate answers from the stored deep validation, which stays as it was; `report`
+    from a plain shell says it is current, and `metrics` keeps its seconds per step."""
+    standin_env(home, tmp_path, "x", "importerror")
+    env = fake_nvml.env(ENVCHECK_HOME=str(home))
+    assert envcheck(home, "validate", "x", "--no-smoke", env=env).code == 0
+    path = home / "envs" / "x" / "envcheck-report.json"
+    stored = json.loads(path.read_text())
+    rows = [{"device": "cpu:0", "status": "pass", "ms_per_step": 4.2, "loss_first": 2.3, "loss_last": 0.4}]
+    checks = [c if c["id"] != "smoke" else {**c, "status": "pass", "summary": "1 device(s): 4.2 ms/step"}
+              for c in stored["checks"]]
+    path.write_text(json.dumps({**stored, "depth": "smoke", "smoke": True, "devices": rows, "checks": checks}))
+    before = path.read_bytes()
+    job = "import envcheck, json; r = envcheck.ensure_ready(); print(json.dumps([r['created'], r['depth']]))"
+    ran = envcheck(home, "run", "--env", "x", "--", "python", "-c", job, env=env)
+    assert ran.code == 0, ran.err
+    assert json.loads(ran.out.strip().splitlines()[-1]) == [stored["created"], "smoke"]  # answered from it
+    assert path.read_bytes() == before  # the deep validation is not replaced
+    (shown,) = envcheck(home, "report", "x", "--json", env=env).json()["envs"]
+    assert shown["current"] and shown["validation"] == "ready" and shown["report"]["depth"] == "smoke"
+    metrics = envcheck(home, "metrics", env=env).out
+    assert 'envcheck_smoke_seconds_per_step{device="cpu:0",env="x"' in metrics

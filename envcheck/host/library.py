@@ -26,11 +26,13 @@ def library_loads() -> bool:
     return True
 
 
-def host_facts(driver_version: str | None, gpu_uuids: list, cuda_visible_devices: str | None,
-               cuda_device_order: str | None) -> dict:
-    """What a cached validation depends on: a change means validate again."""
-    return {"driver_version": driver_version, "gpu_uuids": list(gpu_uuids),
-            "cuda_visible_devices": cuda_visible_devices, "cuda_device_order": cuda_device_order}
+def host_facts(driver_version: str | None, gpu_uuids: list, cuda_visible: list) -> dict:
+    """What a cached validation depends on: a change means validate again. ``cuda_visible``:
+    the GPUs a CUDA process started here sees, by UUID, in the order CUDA numbers them: what
+    CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER mean, not how they are spelt (``envcheck run``
+    and its kernels set the PCI order, and a validation's children run with it too: that is
+    not a change)."""
+    return {"driver_version": driver_version, "gpu_uuids": list(gpu_uuids), "cuda_visible": list(cuda_visible)}
 
 
 def facts_without_nvml(environ=None) -> dict | None:
@@ -39,4 +41,4 @@ def facts_without_nvml(environ=None) -> dict | None:
     if library_loads():
         return None
     env = os.environ if environ is None else environ
-    return host_facts(None, [], env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER"))
+    return host_facts(None, [], [])

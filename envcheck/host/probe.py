@@ -201,8 +201,8 @@ def _gpu_json(gpu: Gpu) -> dict[str, Any]:
 
 def host_fingerprint(state: HostState) -> dict[str, Any]:
     """What a cached validation depends on: a change means validate again."""
-    return host_facts(state.driver_version, [g.uuid for g in state.gpus], state.cuda_visible_devices,
-                      state.cuda_device_order)
+    seen = sorted((g for g in state.gpus if g.visible and g.cuda_index is not None), key=lambda g: g.cuda_index)
+    return host_facts(state.driver_version, [g.uuid for g in state.gpus], [g.uuid for g in seen])
 
 
 def decode_cuda_version(value: int) -> str:

@@ -36,7 +36,7 @@ VERDICTS = ("ready", "degraded", "not-ready", "never-validated", "unreadable", "
 # What the fingerprint holds of the process that reads it, not of the node: the exporter's
 # CUDA variables are not the jobs' (a job validated with CUDA_VISIBLE_DEVICES=0,1 is not stale
 # to an exporter started without it).
-PROCESS_KEYS = ("cuda_visible_devices", "cuda_device_order")
+PROCESS_KEYS = ("cuda_visible", "cuda_visible_devices", "cuda_device_order")  # (the last two: older reports)
 MAX_LABEL = 128  # characters of a label value: identity, never an unbounded text
 
 

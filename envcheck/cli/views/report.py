@@ -16,8 +16,8 @@ from .text import host_line, report_lines
 
 CHANGED = {"packages": "installed packages", "python": "Python version", "env_state": "env state",
            "interpreter": "the env's interpreter", "driver_version": "NVIDIA driver",
-           "gpu_uuids": "GPUs", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES",
-           "cuda_device_order": "CUDA_DEVICE_ORDER"}
+           "gpu_uuids": "GPUs", "cuda_visible": "the GPUs CUDA sees (CUDA_VISIBLE_DEVICES)",
+           "cuda_visible_devices": "CUDA_VISIBLE_DEVICES", "cuda_device_order": "CUDA_DEVICE_ORDER"}
 GPU_STACK = {"cuda_version": "CUDA", "cudnn_version": "cuDNN"}  # build facts every backend names alike
 BASELINE = "cpu:0"  # the device speedups are measured against
 LABEL_W, PLOT_W, TEXT_W, ROW_H, BAR_H = 80, 360, 220, 26, 18  # chart geometry, px
