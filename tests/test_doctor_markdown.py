@@ -2,6 +2,7 @@
 from the fake libnvidia-ml.so.1, N/A where a GPU can't answer, table markup that holds."""
 from __future__ import annotations
 
+import json
 import re
 from importlib.metadata import version
 from pathlib import Path
@@ -176,3 +177,21 @@ def test_format_names_the_form_once_and_refuses_two(fake_nvml: FakeNvml, home: P
         assert result.code == 2 and result.out == "" and "are two forms of one report" in result.err
     result = fake_nvml.cli(env, "doctor", "--no-smoke", "--format", "markdown")
     assert result.code in (0, 1) and result.out.startswith("## envcheck doctor"), result.err
+
+
+def test_it_carries_what_collect_env_does_with_user_names_redacted(fake_nvml: FakeNvml, home: Path,
+                                                                    tmp_path: Path) -> None:
+    prefix = tmp_path / "home" / "alice" / "miniconda3" / "envs" / "train"
+    (prefix / "conda-meta").mkdir(parents=True)
+    for name, version_ in (("cudatoolkit", "11.8.0"), ("cudnn", "8.9.2.26"), ("python", "3.11.7"), ("torch", "2.1.0")):
+        (prefix / "conda-meta" / f"{name}-{version_}-h0_0.json").write_text(
+            json.dumps({"name": name, "version": version_, "build": "h0_0", "channel": "conda-forge"}))
+    out = doctor_markdown(fake_nvml, home, [HEALTHY], CONDA_PREFIX=str(prefix), HOME=str(tmp_path / "home" / "alice"))
+    rows = {cells(line)[0]: cells(line)[1] for line in out.split("### GPUs")[0].splitlines() if line.startswith("| ")}
+    for item in ("CPU", "OS", "C library", "GCC", "Clang", "CMake", "CUDA toolkit (nvcc)",
+                 "CUDA runtime (host libcudart)", "cuDNN (host libcudnn)", "conda env"):
+        assert rows.get(item), (item, rows)
+    assert "logical CPUs" in rows["CPU"] and rows["C library"].startswith("glibc")
+    assert "cudatoolkit 11.8.0" in rows["conda env"] and "cudnn 8.9.2.26" in rows["conda env"]
+    assert "torch 2.1.0" in rows["conda env"] and "python 3.11.7" not in rows["conda env"]
+    assert "alice" not in out and "~/miniconda3/envs/train" in rows["conda env"]

@@ -2,8 +2,8 @@
 version, the OS, Python, each GPU's health, every env and its last verdict), as one result,
 the way a framework's own ``collect_env`` report is pasted into issues.
 
-Nothing private goes in: no paths (they carry user names), no process arguments, no index
-URLs; env names, package versions and GPU facts only.
+Nothing private goes in: paths with the user's name taken out, no process arguments, no index
+URLs; env names, package versions, tool versions and GPU facts only.
 """
 from __future__ import annotations
 
@@ -57,21 +57,20 @@ class BugReport(Result):
 
 
 def system_facts() -> dict[str, str]:
-    """envcheck's version, the OS (distribution and kernel) and the Python running envcheck."""
+    """envcheck's version, the Python running envcheck, and the machine as `collect_env`
+    reports it (``host.system``: CPU, OS, glibc, compilers, the host's CUDA and cuDNN, conda),
+    user names taken out of paths."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from ..host.system import system_facts as machine
 
     try:
         envcheck = version("envcheck")
     except PackageNotFoundError:
         envcheck = "unknown (not installed as a distribution)"
-    try:
-        distro = platform.freedesktop_os_release().get("PRETTY_NAME", "")
-    except OSError:
-        distro = ""
-    kernel = f"{platform.system()} {platform.release()} {platform.machine()}"
-    return {"envcheck": envcheck, "os": f"{distro} ({kernel})" if distro else kernel,
+    return {"envcheck": envcheck,
             "python": f"{platform.python_version()} ({platform.python_implementation()}, "
-                      f"{64 if sys.maxsize > 2**32 else 32}-bit)"}
+                      f"{64 if sys.maxsize > 2**32 else 32}-bit)", **machine()}
 
 
 def _env_verdicts(session: Session) -> list[EnvVerdict]:

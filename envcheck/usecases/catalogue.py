@@ -100,7 +100,7 @@ def create_env(session: Session, name: str, *, preset_name: str | None, preset_f
 
     if bool(preset_name) == bool(preset_file):
         raise UsageError("give exactly one of --preset and --preset-file", f"e.g. {cpu_hint(session.home)}")
-    from .provision import refuse_misfit
+    from .variants import refuse_misfit
 
     preset = refuse_misfit(session, resolve_preset(session.home, name=preset_name, file=preset_file), python,
                            variant, for_another_host)

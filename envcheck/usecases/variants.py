@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..envs.presets import Preset
     from ..host.compat import HostProfile
     from ..host.probe import HostState
+    from .session import Session
 
 
 def _candidates(preset: Preset, asked: str | None) -> tuple[Preset, ...]:
@@ -115,9 +116,8 @@ def for_target(preset: Preset, profile: HostProfile, asked: str | None = None) -
 def for_this_host(host: HostState, preset: Preset, python: str | None = None, asked: str | None = None,
                   for_another_host: bool = False) -> tuple[Preset, tuple[str, str | None] | None]:
     """(the variant this host gets, None) or, when none fits, (the first, why it doesn't and
-    its fix) as ``provision.gpu_misfit`` says it. ``for_another_host``: no judgement, the
+    its fix) as ``gpu_misfit`` says it. ``for_another_host``: no judgement, the
     variant asked for or the first."""
-    from .provision import gpu_misfit
 
     candidates = _candidates(preset, asked)
     if preset.kind != "gpu" or for_another_host:
@@ -151,3 +151,58 @@ def _narrowed_here(preset: Preset, host: HostState, python: str | None) -> Prese
     except UsageError:
         return None
     return narrowed(preset, HostProfile.from_host(host, python=str(interpreter.version)))
+
+
+def gpu_misfit(preset: Preset, host: HostState, python: str | None = None) -> tuple[str, str | None] | None:
+    """Why this host can't train with GPU preset ``preset`` (the reason and its fix), or None
+    when it can, or when the build it installs can't be told. The judgement ``--auto`` makes:
+    a usable GPU, a compat verdict that trains on it, a Python that fits (``python``: the one
+    asked for; none that fits is a UsageError) and the system libraries the preset needs."""
+    from ..envs.pythons import find_python
+    from ..host.compat import HostProfile, judge
+
+    reason = host.no_gpu_reason()
+    if reason:
+        return f"no usable GPU: {reason[0]}", reason[1]
+    build = frameworks.build_for_requirements(preset.requirements)
+    if build is None:
+        return None
+    interpreter = find_python(preset.requires_python, python, needed_by=f"preset {preset.name}")
+    verdict = judge(build, HostProfile.from_host(host, python=str(interpreter.version)))
+    if verdict.verdict == "fail" or not verdict.uses_gpu:
+        why = verdict.reasons[0] if verdict.reasons else "it would not use this host's GPUs"
+        return (f"{build.label} can't train on this host's GPUs: {why}",
+                verdict.fixes[0] if verdict.fixes else None)
+    from ..validation.libraries import missing_libraries
+    from ..validation.env_checks import libraries_fix
+
+    missing = [] if preset.wheel_libraries else missing_libraries(interpreter.path, preset.libraries)
+    if missing:
+        return (f"system libraries missing: {', '.join(missing)}",
+                libraries_fix(preset.cuda, preset.cudnn, build.framework, preset.name))
+    return None
+
+
+def refuse_misfit(session: Session, preset: Preset, python: str | None = None, variant: str | None = None,
+                  for_another_host: bool = False) -> Preset:
+    """The variant of ``preset`` `env create` and `provision` make here; a GPU preset
+    this host can't train with is a UsageError before anything is downloaded, its fix one
+    alternative per sentence (this host's fix, a CPU env, and ``--for-another-host`` for an
+    env meant for another machine)."""
+    host = session.host if preset.kind == "gpu" and not for_another_host else None
+    chosen, misfit = for_this_host(host, preset, python, variant, for_another_host)
+    if misfit is None:
+        return chosen
+    from .hints import cpu_hint
+
+    reason, fix = misfit
+    raise UsageError(f"this host can't train with GPU preset {preset.name}: {reason}",
+                     sentences(fix, f"to train on this host's CPU, create a CPU env: "
+                                    f"{cpu_hint(session.home, preset.framework)}",
+                               "to build it for another host, pass --for-another-host"))
+
+
+def sentences(*alternatives: str | None) -> str:
+    """Alternatives as one sentence each: "a. B. C." (the first keeps its case, as fixes start)."""
+    parts = [a.rstrip(". ") for a in alternatives if a]
+    return ". ".join([parts[0]] + [p[0].upper() + p[1:] for p in parts[1:]]) + "."

@@ -52,13 +52,19 @@ def bug_report(result) -> str:
     return "\n".join(lines)
 
 
+SYSTEM_LABELS = {"os": "OS", "python": "Python", "cpu": "CPU", "glibc": "C library", "gcc": "GCC",
+                 "clang": "Clang", "cmake": "CMake", "cuda_toolkit": "CUDA toolkit (nvcc)",
+                 "cuda_home": "CUDA_HOME", "cuda_runtime": "CUDA runtime (host libcudart)",
+                 "cudnn": "cuDNN (host libcudnn)", "conda": "conda env"}
+
+
 def _system(system: dict[str, str], host: HostState) -> list[str]:
     nvml = host.nvml_status + (f": {host.message}" if host.message else "")
-    rows = [("envcheck", system["envcheck"]), ("OS", system["os"]), ("Python", system["python"]),
-            ("NVIDIA driver", host.driver_version), ("CUDA (driver)", host.cuda_driver_version),
-            ("NVML", f"{nvml} (version {host.nvml_version or NA})"),
-            ("CUDA_VISIBLE_DEVICES", host.cuda_visible_devices or "unset"),
-            ("CUDA_DEVICE_ORDER", host.cuda_device_order or "unset")]
+    rows = [(SYSTEM_LABELS.get(key, key), value) for key, value in system.items()]
+    rows += [("NVIDIA driver", host.driver_version), ("CUDA (driver)", host.cuda_driver_version),
+             ("NVML", f"{nvml} (version {host.nvml_version or NA})"),
+             ("CUDA_VISIBLE_DEVICES", host.cuda_visible_devices or "unset"),
+             ("CUDA_DEVICE_ORDER", host.cuda_device_order or "unset")]
     return md_table(("Item", "Value"), rows)
 
 
