@@ -422,3 +422,33 @@ def test_an_installers_failure_shows_the_lines_that_say_why(cli, home, wheelhous
     assert r.code == 2 and r.err.count("envcheck: error") == 1
     said = r.err.split("envcheck: error: ")[1]
     assert ("alpha<=1.0" in said and "alpha>=2.0" in said) if installer == "uv" else "(from versions: 1.0, 2.0)" in said
+
+
+def test_pip_in_an_activated_env_says_what_installs_there(cli, home, tiny, wheelhouse):
+    """uv makes envs without pip: after `source bin/activate`, `pip` is envcheck's word on how to
+    add a package, not the system's pip; `env add ENV pip` gives the env a pip of its own."""
+    assert cli("env", "create", "dl", "--preset", "tiny", "--installer", "uv", *offline(wheelhouse)).code == 0
+    env_dir = home / "envs" / "dl"
+    for name in ("pip", "pip3", f"pip{sys.version_info.major}.{sys.version_info.minor}"):
+        assert (env_dir / "bin" / name).is_file()
+    activated = subprocess.run(["bash", "-c", f". {env_dir}/bin/activate && pip install beta"],
+                               capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert activated.returncode == 1 and "envcheck env add dl PACKAGE" in activated.stderr
+    assert cli("env", "verify", "dl").code == 0  # the shim is part of the env as made
+    assert cli("env", "add", "dl", "pip", "--find-links", str(Path(__import__("virtualenv").__file__).parent
+                                                             / "seed" / "wheels" / "embed"), "--no-index").code == 0
+    own = subprocess.run(["bash", "-c", f". {env_dir}/bin/activate && pip --version"], capture_output=True,
+                         text=True, env=clean_env(), timeout=60)
+    assert own.returncode == 0 and str(env_dir) in own.stdout
+
+
+def test_a_package_a_pip_install_added_is_recorded_or_taken_out_not_the_env_remade(cli, home, tiny, wheelhouse):
+    assert cli("env", "create", "dl", "--preset", "tiny", "--installer", "pip", *offline(wheelhouse)).code == 0
+    python = home / "envs" / "dl" / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse),
+                    "gamma", "--no-deps"], check=True, env=clean_env(), timeout=120)
+    r = cli("env", "verify", "dl", "--json")
+    assert r.code == 1 and r.json()["packages"]["added"] == {"gamma": "1.0"}
+    fix = r.json()["fix"]
+    assert fix.startswith("record them: envcheck env add dl gamma==1.0; or take them out again: ")
+    assert "pip uninstall -y gamma" in fix and "env remove" not in fix

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import manifest as mf
 from ..errors import UsageError
 from .env_info import EnvInfo, check_name, env_python
+from . import pip_shim
 from .gate_link import link_env
 from .metadata import installed_packages
 from .scratch import discard, is_stub, signals_held
@@ -200,6 +201,8 @@ def _make(store: EnvStore, name: str, target: Path, record: dict[str, Any], inst
                     install(log)
                 link_env(store.home, target)
                 packages = installed_packages(target)
+                if "pip" not in packages:
+                    pip_shim.place(target, record["python"]["version"])
                 progress.phase("recording what was installed")
                 baseline = take(str(target), (record.get("lock") or {}).get("digest"))
                 write_baseline(target, baseline)

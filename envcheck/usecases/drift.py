@@ -32,10 +32,29 @@ class VerifyResult(Result):
     def exit_code(self) -> int:
         return 0 if self.drift.clean else 1
 
+    @property
+    def fix(self) -> str | None:
+        """What to do about the drift: packages only added (a `pip install` in the env) are
+        recorded with `env add` or taken out again with the env's pip; anything else means
+        making the env again (from its lock, where it has one)."""
+        if self.drift.clean:
+            return None
+        name, packages = self.env.name, self.drift.packages
+        added = packages["added"]
+        only_added = added and not packages["removed"] and not packages["changed"] \
+            and not any(self.drift.counts.values())
+        if only_added:
+            pins = " ".join(f"{n}=={v}" for n, v in sorted(added.items()))
+            return (f"record them: envcheck env add {name} {pins}; or take them out again: "
+                    f"{self.env.path}/bin/python -m pip uninstall -y {' '.join(sorted(added))}")
+        lock = (self.env.manifest.get("lock") or {}).get("source")
+        return (f"envcheck env remove {name} --yes && envcheck env create {name} --lock {lock}" if lock
+                else f"envcheck env remove {name} --yes, then create it again")
+
     def body(self) -> dict:
         return {"env": self.env.name, "reference": self.reference,
                 "lock": (self.env.manifest.get("lock") or {}).get("digest"), "adopted": self.adopted,
-                **self.drift.to_json()}
+                **self.drift.to_json(), "fix": self.fix}
 
 
 def verify_env(session: Session, name: str, hashes: bool = False) -> VerifyResult:

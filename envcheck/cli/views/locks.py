@@ -43,10 +43,7 @@ def verified(result) -> str:
             lines.append(f"  {'pyc not compiled from its source' if kind == 'bytecode' else 'file ' + kind}: {path}")
         if drift.counts[kind] > SHOWN:
             lines.append(f"  ... and {drift.counts[kind] - SHOWN} more {kind}")
-    lock = (result.env.manifest.get("lock") or {}).get("source")
-    fix = (f"envcheck env remove {result.env.name} --yes && envcheck env create {result.env.name} --lock {lock}"
-           if lock else f"envcheck env remove {result.env.name} --yes, then create it again")
-    lines.append(f"fix: {fix}")
+    lines.append(f"fix: {result.fix}")
     return safe("\n".join(lines + _writable(result)))
 
 
