@@ -93,7 +93,7 @@ def test_an_env_with_the_plugin_is_cuda12_whatever_its_release():
     assert "CUDA 12 from jax-cuda12" in build.notes[0]
     newer = build_from_packages({"jax": "0.10.9", "jaxlib": "0.10.9", "jax-cuda12-plugin": "0.10.9"})
     assert newer.gpu_capable and newer.cuda == "12.3" and newer.python_min is None
-    assert "release not in the tables" in newer.notes[0]
+    assert "0.10.9 is not in the tables (newer than the newest known" in newer.notes[0]
 
 
 def test_a_requirement_reads_as_the_newest_release_it_admits():
@@ -103,9 +103,12 @@ def test_a_requirement_reads_as_the_newest_release_it_admits():
     assert build_for_requirements([Requirement("jax>=5")]) is None
 
 
-def test_a_release_the_tables_do_not_know_is_no_build():
+def test_a_release_before_its_cuda_plugin_is_no_build():
+    """The CUDA 12 plugin's family starts at its first release on PyPI (0.4.22, pjrt 0.4.23)."""
     assert framework_build("jax", "0.3.25") is None
-    assert framework_build("jax-cuda12-pjrt", "0.12.0.1") is None  # pjrt's own numbering
+    assert framework_build("jax", "0.4.21") is None
+    assert framework_build("jax-cuda12-pjrt", "0.4.22") is None
+    assert framework_build("jax-cuda12-pjrt", "0.4.23").gpu_capable
 
 
 # --- compat's verdicts ------------------------------------------------------------------------

@@ -7,7 +7,8 @@ atomically, migrated forward), the installers (uv, pip) behind one interface wit
 index settings, interpreter discovery, and installed packages read from ``*.dist-info``
 without starting the env; the Jupyter kernelspecs envcheck writes for envs (``kernelspec``);
 the installers' caches, measured and emptied under the install locks (``caches``); the
-installer's output read as progress (``install_output``).
+installer's output read as progress (``install_output``); the home's shared folders under
+commands running at once (``shared``).
 
 May import: ``envcheck.errors``, ``atomic``, ``paths``, ``processes`` (and ``child_env``),
 ``progress``, ``results``, ``distributions``, ``durations`` (``ENVCHECK_INDEX_TIMEOUT``), ``packaging``, ``filelock``, ``jupyter_core``

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..atomic import write_bytes
 from .metadata import site_package_dirs
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the gate's answer imports this
@@ -31,21 +32,41 @@ CLIENT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 def refresh_lib(home_root: str | os.PathLike) -> str:
     """``$ENVCHECK_HOME/lib`` made for this envcheck and its interpreter; each file replaced
-    atomically, and only when it differs."""
+    atomically, and only when it differs. Every command may do it, several at once: the
+    package folder appears whole, in one rename, or another process's (which won the race)
+    is used; each file is written under a name of its own, then renamed over the old one."""
     lib = os.path.join(home_root, "lib")
     os.makedirs(lib, exist_ok=True)
     package = os.path.join(lib, PACKAGE)
-    if os.path.islink(package) or not os.path.isdir(package):  # an older envcheck's link to itself
-        fresh = os.path.join(lib, f".{PACKAGE}.{os.getpid()}")
-        os.makedirs(fresh, exist_ok=True)
-        _write(os.path.join(fresh, "__init__.py"), _client())
-        if os.path.lexists(package):
+    if os.path.islink(package) or (os.path.lexists(package) and not os.path.isdir(package)):
+        try:  # an older envcheck's link to itself
             os.unlink(package)
-        os.replace(fresh, package)
-    else:
-        _write(os.path.join(package, "__init__.py"), _client())
+        except (FileNotFoundError, IsADirectoryError):
+            pass  # another process took it away, or put the folder in its place, meanwhile
+    if not os.path.isdir(package):
+        _place_package(lib, package)
+    _write(os.path.join(package, "__init__.py"), _client())
     _write(os.path.join(lib, PYTHON_FILE), sys.executable)
     return lib
+
+
+def _place_package(lib: str, package: str) -> None:
+    """The package folder, holding the client, renamed into place in one step; where another
+    process's got there first, that one stays (the caller writes the client into it)."""
+    fresh = os.path.join(lib, f".{PACKAGE}.{os.getpid()}.{os.urandom(6).hex()}")
+    os.mkdir(fresh)
+    try:
+        _write(os.path.join(fresh, "__init__.py"), _client())
+        try:
+            os.rename(fresh, package)
+        except OSError:
+            if not os.path.isdir(package):
+                raise
+    finally:
+        if os.path.isdir(fresh):  # not renamed: another's won
+            import shutil  # here: the gate's fast path imports this module
+
+            shutil.rmtree(fresh, ignore_errors=True)
 
 
 def repair(home_root: str | os.PathLike) -> None:
@@ -84,13 +105,10 @@ def _read(path: str) -> str:
 
 def _write(path: str, text: str) -> None:
     """``text`` at ``path`` unless it is there already (a rewritten .pth or module would look
-    like a change of the env's files to the gate's fingerprint)."""
+    like a change of the env's files to the gate's fingerprint); replaced atomically."""
     try:
         if _read(path) == text:
             return
     except OSError:
         pass
-    fresh = f"{path}.{os.getpid()}.tmp"
-    with open(fresh, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(fresh, path)
+    write_bytes(path, text.encode("utf-8"), 0o666)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from . import manifest as mf
+from ..atomic import write_bytes
 
 NAME_PREFIX = "envcheck-"
 MARK = "envcheck"  # the key of kernel.json's metadata that marks a kernelspec as envcheck's
@@ -144,7 +145,7 @@ def write(kernels: Path, name: str, spec: dict[str, Any], logos: Path | None = N
     folder.mkdir(parents=True, exist_ok=True)
     for logo in LOGOS:
         if logos is not None and (logos / logo).is_file():
-            shutil.copyfile(logos / logo, folder / logo)
+            write_bytes(folder / logo, (logos / logo).read_bytes(), 0o666)  # whole, as another writer's
     mf.write_atomic(folder / SPEC_FILE, spec)
     return folder
 

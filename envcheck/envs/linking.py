@@ -26,6 +26,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from ..atomic import write_bytes
 from ..errors import BusyError
 from ..paths import MANIFEST_NAME, REPORT_NAME
 from .verify import NAME as BASELINE_NAME
@@ -127,10 +128,8 @@ def _fix_records(target: Path, rewritten: dict[str, tuple[str, int]]) -> None:
             if changed:
                 buffer = io.StringIO()
                 csv.writer(buffer, lineterminator="\n").writerows(rows)
-                tmp = record + ".envcheck-new"
-                with open(tmp, "w", encoding="utf-8", newline="") as out:
-                    out.write(buffer.getvalue())
-                os.replace(tmp, record)  # the shared RECORD stays the first env's
+                # a new file in its place: the shared RECORD stays the first env's
+                write_bytes(record, buffer.getvalue().encode("utf-8"), 0o666)
 
 
 @contextmanager

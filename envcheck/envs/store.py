@@ -3,7 +3,8 @@
 Reading (``list``, ``get``) touches only manifests and ``*.dist-info`` folder names, so it is
 fast and never starts an env's interpreter. Changing (``create``, ``add``, ``remove``) happens
 under the env's lock, after every input has been validated, so bad input changes nothing
-(not even a log, a lock or an empty folder: ``_changing`` takes back what it made). The
+(not even a log, a lock or an empty folder: ``_changing`` takes back what it made, unless
+another command changes an env of the home meanwhile: ``shared``). The
 store holds the lock and that frame; the steps of ``create`` and ``add``, each a
 transaction, are ``transactions``'; what one env is, ``env_info``.
 
@@ -17,13 +18,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from . import manifest as mf
+from . import manifest as mf, shared
 from ..errors import BusyError, UsageError
 from .env_info import NAME_RE, EnvInfo, check_name
 from .metadata import installed_packages, pins
@@ -165,23 +165,20 @@ class EnvStore:
     def _changing(self, name: str) -> Iterator[None]:
         """The frame of every change to env NAME: under its lock, after what an interrupted
         command left is settled; a full or read-only disk said plainly (exit 1); bad input
-        (exit 2) leaves none of the folders this command made; what it makes (the installers
-        too) writable by its owner only (``owner_writes``)."""
+        (exit 2) leaves none of the folders this command made, unless another command is
+        changing an env of the home meanwhile (``shared``: they are its folders too); what it
+        makes (the installers too) writable by its owner only (``owner_writes``)."""
         bookkeeping = [self.home.root, self.home.envs, self.home.locks, self.home.logs,
                        self.home.root / "tmp", self.home.uv_cache.parent, self.home.uv_cache]
         fresh = [path for path in bookkeeping if not path.exists()]
-        try:
-            with disk_errors(self.home.root), self.locked(name), owner_writes():
-                self.scratch.recover(name, self.home.env_dir(name))
-                yield
-        except UsageError:
-            for path in reversed(fresh):
-                if path == self.home.uv_cache:
-                    shutil.rmtree(path, ignore_errors=True)  # made by this command's installer only
-                else:
-                    with suppress(OSError):
-                        path.rmdir()
-            raise
+        with disk_errors(self.home.root), shared.held(self.home.root) as hold:
+            try:
+                with self.locked(name), owner_writes():
+                    self.scratch.recover(name, self.home.env_dir(name))
+                    yield
+            except UsageError:
+                hold.take_back(fresh, self.home.envs, self.home.uv_cache)
+                raise
 
     def _log(self, name: str, action: str) -> Path:
         """A new log, readable by its owner only (an installer's output may name private indexes).

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 
 from ..errors import UsageError
+from .facts import Facts
 
 VERSION_EXAMPLES = {
     "driver version": "as nvidia-smi prints it, e.g. 550.54.15",
@@ -40,9 +41,20 @@ def major_minor(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Conflict:
+    """A package installed next to a build that the build's own requirements refuse (JAX's
+    CUDA plugin pins the cuDNN it loads): the build fails on a GPU whatever the host."""
+
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True)
 class Build:
     """What a framework wheel was built with. ``cuda`` None = no CUDA (``gpu_capable`` False);
-    ``archs`` None = its compiled architectures are not known."""
+    ``archs`` None = its compiled architectures are not known; ``min_cc``: the framework's
+    own lowest compute capability for this build, where it is above its CUDA's (JAX on CUDA
+    12: 5.2); ``notes``: the facts it was judged by, where they are not its release row's."""
 
     framework: str  # a registry name: "tensorflow" | "torch" | ...
     distribution: str
@@ -54,19 +66,26 @@ class Build:
     archs: tuple[str, ...] | None
     gpu_capable: bool
     notes: tuple[str, ...] = ()
+    min_cc: str | None = None
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.distribution} {self.version}"
 
 
-def row_build(framework: str, dist: str, shown: str, row: dict[str, Any],
-              notes: Sequence[str] = ()) -> Build:
+def row_build(framework: str, dist: str, shown: str, row: Mapping[str, Any],
+              notes: Sequence[str] = (), min_cc: str | None = None) -> Build:
     """A GPU build from one release row of a framework's compat table."""
     python = row["python"] or {}
     archs = tuple(row["archs"]) if row["archs"] is not None else None
     return Build(framework, dist, shown, row["cuda"], row["cudnn"], python.get("min"),
-                 python.get("max"), archs, True, tuple(notes))
+                 python.get("max"), archs, True, tuple(notes), min_cc)
+
+
+def bare_build(framework: str, dist: str, shown: str) -> Build:
+    """A release the tables lack, before its family's rules say what it was built with."""
+    return Build(framework, dist, shown, None, None, None, None, None, False)
 
 
 def cpu_only(build: Build, why: str) -> Build:
@@ -202,6 +221,9 @@ class Framework:
     # its folder, not in envcheck/data.
     facts_file: str | None = None
     aliases: tuple[str, ...] = ()  # other names it goes by, which ``--framework`` accepts too
+    # Which releases the table lacks its rules still judge (by their family), for the answer
+    # to one they can't: "torch releases with a +cuXYZ or +cpu tag".
+    beyond_table: str | None = None
 
     @property
     def strategy(self) -> str:
@@ -212,14 +234,16 @@ class Framework:
         """The run variables for the installed release ``version`` (None: not known) here."""
         return {v.name: v.value for v in self.run_variables if v.applies(version, sys.platform)}
 
-    def facts(self) -> dict[str, Any] | None:
+    def facts(self) -> Facts | None:
         """Its build table (``releases`` and what its ``read_build`` reads): its own
-        ``facts_file`` if it has one, else compat.json's ``table``; None: no build facts."""
+        ``facts_file`` if it has one, else compat.json's ``table``; None: no build facts.
+        Read through ``facts.Facts``, which records each fact read (a test names those
+        no rule reads)."""
         from ..data import compat_facts
 
         if self.facts_file is not None:
-            return _json_file(self.facts_file)
-        return compat_facts()[self.table] if self.table is not None else None
+            return Facts(_json_file(self.facts_file), (self.name,))
+        return Facts(compat_facts()[self.table], (self.name,)) if self.table is not None else None
 
     def releases(self) -> list[str]:
         """Release keys ("2.15") of its compat table, newest first."""

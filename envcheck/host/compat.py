@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -72,13 +73,21 @@ class DriverRequirement:
     source: str
 
 
+@lru_cache(maxsize=1)
+def _table3() -> dict[tuple[int, int], list[tuple[Version, dict[str, Any]]]]:
+    """Table 3's rows by CUDA minor, oldest release first (parsed once: every verdict reads it)."""
+    rows: dict[tuple[int, int], list[tuple[Version, dict[str, Any]]]] = {}
+    for key, row in facts()["cuda_drivers"]["releases"].items():
+        rows.setdefault(_minor(Version(key)), []).append((Version(key), row))
+    return {cuda: sorted(found, key=lambda item: item[0]) for cuda, found in rows.items()}
+
+
 def _table3_row(cuda: Version) -> dict[str, Any] | None:
     """The Table 3 row of a toolkit: exact release, else the newest release of that minor
     below it (an update not in the table), else the minor's first release ("12.8" -> 12.8 GA)."""
     if len(cuda.release) < 2:
         return None
-    same_minor = sorted((Version(key), row) for key, row in facts()["cuda_drivers"]["releases"].items()
-                        if _minor(Version(key)) == _minor(cuda))
+    same_minor = _table3().get(_minor(cuda))
     if not same_minor:
         return None
     if len(cuda.release) == 2:
@@ -265,6 +274,12 @@ def _check_cc(build: Build, cc: str, host: HostProfile, found: _Findings) -> boo
                         f"minimum {low}: {build.label} cannot use it",
                   "use a newer GPU, or hide this one with CUDA_VISIBLE_DEVICES")
         return False
+    if build.min_cc is not None and have < parse_cc(build.min_cc):
+        found.add(FAIL, f"GPU of compute capability {cc} is below {build.framework}'s minimum "
+                        f"compute capability {build.min_cc} for {build.label}: it cannot use it",
+                  f"use a GPU of compute capability {build.min_cc} or newer, or hide this one "
+                  "with CUDA_VISIBLE_DEVICES")
+        return False
     if build.archs is None:
         if high is not None and have > parse_cc(high):
             found.add(WARN, f"CUDA {_mm(build.cuda)} compiles for compute capability up to "
@@ -319,6 +334,8 @@ def _assess(build: Build, host: HostProfile, require_gpu: bool) -> _Findings:
         _no_gpu(build, "no NVIDIA driver or GPU on this host", require_gpu, found,
                 *([f"to train on a GPU, install an NVIDIA driver >= {need}"] if need else []))
         return found
+    for conflict in build.conflicts:  # what the env holds next to the build, refused by it
+        found.add(FAIL, conflict.reason, conflict.fix)
     if host.driver_unreadable:
         need = min_driver(build.cuda, host.os).min_driver
         found.add(WARN, f"the NVIDIA driver's version is unknown ({host.driver_unreadable}): not "

@@ -84,7 +84,9 @@ def named_build(spec: str) -> Build:
     if build is None:
         known = ", ".join(f"{f.name} {f.releases()[-1]}-{f.releases()[0]} ({' '.join(f.distributions)})"
                           for f in frameworks.registry().values() if f.releases())
-        raise UsageError(f"no compatibility facts for {spec}", f"known: {known}")
+        framework = frameworks.of_distribution(dist.strip())
+        beyond = f"; beyond the tables: {framework.beyond_table}" if framework and framework.beyond_table else ""
+        raise UsageError(f"no compatibility facts for {spec}", f"known: {known}{beyond}")
     return build
 
 

@@ -10,6 +10,7 @@ with the lock, enough to make the env on a node with no index at all.
 """
 from __future__ import annotations
 
+import os
 import platform
 import re
 import sys
@@ -226,9 +227,14 @@ def _compile(session: Session, requirements: list[str], python: str, target_plat
         if "--python-platform" in done.stderr and "invalid value" in done.stderr:
             raise UsageError(f"uv does not know the platform {target_platform!r}",
                              "give it as uv names it, e.g. x86_64-manylinux_2_28 (uv pip compile --help)")
-        log = session.home.logs / "lock-failed.log"
+        from datetime import datetime
+
+        from ..atomic import write_bytes
+
+        # a name of its own: another `env lock` failing at once keeps its log too
+        log = session.home.logs / f"lock-failed-{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}.log"
         session.home.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-        log.write_text(done.stderr, encoding="utf-8")
+        write_bytes(log, done.stderr.encode("utf-8"))
         raise install_failure("uv", requirements, settings, done.stderr, log)
     return done.stdout
 

@@ -76,11 +76,13 @@ def compat(result) -> str:
     if build.gpu_capable:
         archs = " ".join(build.archs) if build.archs else "not known"
         what = f"CUDA {build.cuda}, cuDNN {build.cudnn or 'not known'}, architectures {archs}"
+        what += f", compute capability {build.min_cc} or newer" if build.min_cc else ""
     else:
         what = "CPU-only"
     driver = host.driver_version or ("unknown" if host.driver_unreadable else "none")
     lines = [
         f"build: {build.label} ({what})",
+        *(f"  note: {note}" for note in build.notes if build.gpu_capable),  # a CPU build's: its reason
         f"host:  driver {driver} ({source['driver']}), GPU compute "
         f"capability {', '.join(host.gpu_ccs) or 'none'} ({source['gpus']}), {host.os}, "
         f"Python {host.python or 'not checked'}",

@@ -1,16 +1,21 @@
 """TensorFlow: its distributions, how its build is read, and how envcheck runs it; its smoke
-backend (tf.keras) is ``smoke.py`` beside this file."""
+backend (tf.keras) is ``smoke.py`` beside this file.
+
+A release the table lacks is judged by the rules of its packages where they decide alone:
+``tensorflow-cpu`` is CPU-only, ``tensorflow`` before 2.1 and ``tensorflow-gpu`` after 2.11
+are too; the table's rows are by minor, so a patch release is its minor's."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from packaging.version import Version
 
-from ...data import compat_facts
-from ..base import SPLIT, Build, Framework, GpuBlock, RunVariable, cpu_only, minor, row_build
+from ..base import SPLIT, Build, Framework, GpuBlock, RunVariable, bare_build, cpu_only, minor, row_build
 
 
 def _read_build(dist: str, version: Version, shown: str, local: str | None,
                 packages=None) -> Build | None:
-    tf = compat_facts()["tensorflow"]
+    tf = FRAMEWORK.facts()
     releases = tf["releases"]
     notes: list[str] = []
     key = f"{version.major}.{version.minor}"
@@ -19,8 +24,12 @@ def _read_build(dist: str, version: Version, shown: str, local: str | None,
         notes.append(f"tf-nightly: assumed to be built like the newest known release, {key}")
     row = releases.get(key)
     if row is None:
-        return None
-    build = row_build("tensorflow", dist, shown, row, notes)
+        known = sorted(releases, key=Version)
+        notes.append(f"tensorflow {key} is not in the tables ("
+                     f"{'older than the first' if Version(key) < Version(known[0]) else 'newer than the last'} "
+                     f"known, {known[0]}-{known[-1]}): judged by its package alone")
+    build = (row_build("tensorflow", dist, shown, row, notes) if row
+             else replace(bare_build("tensorflow", dist, shown), notes=tuple(notes)))
     release = minor(Version(key))
     if dist == "tensorflow-cpu":
         return cpu_only(build, "tensorflow-cpu is the CPU-only TensorFlow package")
@@ -28,12 +37,12 @@ def _read_build(dist: str, version: Version, shown: str, local: str | None,
         return cpu_only(build, tf["gpu_package_note"])
     if dist == "tensorflow-gpu" and release > minor(Version(tf["tensorflow_gpu_last"])):
         return cpu_only(build, tf["gpu_package_note"])
-    return build
+    return build if row else None  # a GPU package of a release whose CUDA the tables don't say
 
 
 def _gpu_block(build: Build, os: str) -> GpuBlock | None:
     """TensorFlow after 2.10 has no GPU support on native Windows."""
-    tf = compat_facts()["tensorflow"]
+    tf = FRAMEWORK.facts()
     if os != "windows" or minor(Version(build.version)) <= minor(Version(tf["windows_gpu_last"])):
         return None
     return GpuBlock(tf["windows_gpu_note"].rstrip("."),
@@ -59,4 +68,5 @@ FRAMEWORK = Framework(
     gpu_presets=("tensorflow-gpu-cuda12", "tensorflow-gpu-cuda11-wheels", "tensorflow-gpu-cuda11.2"),
     gpu_block=_gpu_block,
     aliases=("tf",),
+    beyond_table="tensorflow-cpu, and tensorflow before 2.1, of any release (CPU-only)",
 )
