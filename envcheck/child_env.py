@@ -30,8 +30,9 @@ batch sizes, a fleet's forwarded secrets), so it counts as set by the caller. No
 starts a process; ``processes`` re-exports these names, since whoever starts a child hands
 it one of these environments.
 
-A leaf: it imports nothing of envcheck (what a framework adds comes from the caller, who may
-ask the registry), and pathlib only where a path is made (the gate's level-1 answer imports
+Nearly a leaf: of envcheck it imports ``paths``' file names alone (an env envcheck made holds
+its manifest), nothing else (what a framework adds comes from the caller, who may ask the
+registry), and pathlib only where a path is made (the gate's level-1 answer imports
 this module through ``host``, and pays for no pathlib there).
 """
 from __future__ import annotations
@@ -68,11 +69,20 @@ def clean_environ(extra: Mapping[str, str] | None = None,
 def env_environ(env_dir: Path | str, base: Mapping[str, str] | None = None,
                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """For a command run in the env ``env_dir``: clean, ``VIRTUAL_ENV`` and its bin first on
-    PATH, and the library folders of its CUDA wheels first on ``LD_LIBRARY_PATH``."""
+    PATH, and, in an env envcheck made (its manifest inside), the library folders of its CUDA
+    wheels first on ``LD_LIBRARY_PATH``; an env envcheck did not make (adopted) runs with the
+    loader's path its user gives it, so what loads is what loads for them."""
+    from .paths import MANIFEST_NAME
+
     env = clean_environ(extra, base)
     bin_dir = os.path.join(env_dir, "Scripts" if os.name == "nt" else "bin")
-    env["VIRTUAL_ENV"] = str(env_dir)
+    if os.path.isdir(os.path.join(env_dir, "conda-meta")):  # a conda prefix (adopted), as `conda activate` says it
+        env["CONDA_PREFIX"] = str(env_dir)
+    elif os.path.isfile(os.path.join(env_dir, "pyvenv.cfg")):
+        env["VIRTUAL_ENV"] = str(env_dir)
     env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
+    if not os.path.isfile(os.path.join(env_dir, MANIFEST_NAME)):
+        return env
     libraries = wheel_library_dirs(env_dir)
     if libraries:
         env["LD_LIBRARY_PATH"] = os.pathsep.join(libraries + [p for p in env.get(

@@ -45,17 +45,19 @@ def as_v1(path: Path) -> None:
 
 
 def test_migrations_chain_to_the_current_schema():
-    assert mf.SCHEMA == "envcheck.manifest/3"
+    assert mf.SCHEMA == "envcheck.manifest/4"
     assert sorted(mf._MIGRATIONS) == list(range(1, mf.VERSION))
     v1 = {"schema": "envcheck.manifest/1", "name": "a", "state": "ready",
           "packages": {"tensorflow-cpu": "2.21.0", "numpy": "2.0"}}
-    # /2 named the frameworks; /3 the lock an env was made from, the env it was linked from, its digest
+    # /2 named the frameworks; /3 the lock an env was made from, the env it was linked from, its digest;
+    # /4 whether envcheck adopted it (null: it made it)
     assert mf.migrate(dict(v1), frameworks_of=detect) == {**v1, "schema": mf.SCHEMA, "frameworks": ["tensorflow"],
-                                                          "lock": None, "linked_from": None, "digest": None}
+                                                          "lock": None, "linked_from": None, "digest": None,
+                                                          "adopted": None}
     assert mf.migrate({**v1, "packages": {"torch": "2.5.1"}}, frameworks_of=detect)["frameworks"] == ["torch"]
     assert mf.migrate(dict(v1))["frameworks"] == []  # envs can't name frameworks alone: the caller says how
     with pytest.raises(mf.ManifestError) as newer:
-        mf.migrate({**v1, "schema": "envcheck.manifest/4"})
+        mf.migrate({**v1, "schema": "envcheck.manifest/5"})
     assert newer.value.fix == "made by a newer envcheck: upgrade envcheck"
 
 

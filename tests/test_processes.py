@@ -111,6 +111,8 @@ def test_clean_environ_strips_one_list_and_env_environ_puts_the_env_first(tmp_pa
     base = {name: "x" for name in processes.STRIPPED} | {"PATH": "/usr/bin", "KEEP": "1"}
 
     clean = processes.clean_environ({"EXTRA": "2", "PYTHONHOME": "/nowhere"}, base=base)
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     in_env = processes.env_environ(tmp_path / "env", base=base, extra={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
 
     assert clean == {"PATH": "/usr/bin", "KEEP": "1", "EXTRA": "2"}
@@ -126,6 +128,14 @@ def test_child_environ_adds_what_each_purpose_needs_and_the_caller_keeps_its_own
     (env_dir / "pyvenv.cfg").write_text("home = /usr/bin\n")
     base = {"PATH": "/usr/bin", "PYTHONPATH": "/elsewhere", "CUDA_DEVICE_ORDER": "FASTEST_FIRST",
             "TF_FORCE_GPU_ALLOW_GROWTH": "false", "LD_LIBRARY_PATH": "/opt/lib"}
+    # an env envcheck did not make runs with the loader's path its user gives it
+    adopted = processes.child_environ(env_dir, base=base)
+    assert adopted["LD_LIBRARY_PATH"] == "/opt/lib" and adopted["VIRTUAL_ENV"] == str(env_dir)
+    conda = tmp_path / "conda"
+    (conda / "conda-meta").mkdir(parents=True)
+    in_conda = processes.child_environ(conda, base=base)
+    assert in_conda["CONDA_PREFIX"] == str(conda) and "VIRTUAL_ENV" not in in_conda
+    (env_dir / "envcheck.json").write_text("{}")  # an env envcheck made: its CUDA wheels on the loader's path
 
     tensorflow = frameworks.get("tensorflow").run_environ(Version("2.11.1"))
     run = processes.child_environ(env_dir, gpus=[0, 2], framework=tensorflow, base=base,

@@ -129,6 +129,26 @@ def verify(ctx, name, hashes, as_json):
     ctx.finish(verify_env(ctx.session, name, hashes), as_json)
 
 
+@env.command()
+@click.argument("name")
+@click.argument("path")
+@declare(JSON)
+@pass_ctx
+def adopt(ctx, name, path, as_json):
+    """Adopt an env envcheck did not make, as env NAME: a venv or virtualenv folder, a uv
+    project (its folder or its .venv), a conda / mamba / pixi prefix, or a Python interpreter
+    (/usr/bin/python3, a container's, a pyenv version).
+
+    envcheck reads it and never changes it: nothing is written inside PATH, `env add` names
+    the env's own installer's command, and `env remove` forgets it, leaving every file as it
+    was. Every command that takes an env takes it (validate, check, select, run, kernel,
+    env lock, env verify, report, doctor, metrics, labels, fleet).
+    """
+    from ..usecases.catalogue import adopt_env
+
+    ctx.finish(adopt_env(ctx.session, name, path), as_json)
+
+
 @env.command("list")
 @declare(JSON)
 @pass_ctx
@@ -187,7 +207,7 @@ def export(ctx, name):
 @click.option("--yes", is_flag=True, help="don't ask for confirmation")
 @pass_ctx
 def remove(ctx, name, yes):
-    """Remove env NAME (only envs envcheck created)."""
+    """Remove env NAME (only envs envcheck created); an adopted env is forgotten, its files left as they are."""
     from ..usecases.catalogue import remove_env, removal_target
 
     target = removal_target(ctx.session, name)
@@ -195,7 +215,12 @@ def remove(ctx, name, yes):
         if not sys.stdin.isatty():
             raise UsageError(f"refusing to remove env {name} without confirmation", "pass --yes")
         confirm(f"remove env {name} at {target}?", "nothing removed")
+    adopted = ctx.session.store.get(name).adopted
     folder, kernels = remove_env(ctx.session, name)
-    click.echo(f"removed env {name} ({folder})")
+    if adopted:
+        click.echo(f"forgot adopted env {name} ({adopted['kind']} {adopted['path']}, left as it was; "
+                   f"envcheck's records removed: {folder})")
+    else:
+        click.echo(f"removed env {name} ({folder})")
     for kernel in kernels:
         click.echo(f"removed its Jupyter kernel {kernel.name} ({kernel})")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 REPORT_SCHEMA = "envcheck.report/1"  # = validation.reports.SCHEMA (a test holds them equal)
 # `check`'s options as cli.options.CHECK declares them (a test holds them equal): flag -> dest
 VALUED = {"--env": "env_name", "--framework": "framework", "--min-gpus": "min_gpus", "--max-age": "max_age",
-          "--level": "level"}
+          "--level": "level", "--python": "python", "--adopt": "adopt"}
 SWITCHES = {"--require-gpu": "require_gpu", "--smoke": "smoke", "--json": "as_json"}
 GLOBAL_SWITCHES = ("-v", "--verbose", "-q", "--quiet")
 
@@ -90,23 +90,31 @@ def _stored_pass(root: str, given: dict):
 
     name = given.get("env_name", "auto")
     if name == "auto" or "framework" in given or not _plain(name) or _left_over(root, name) \
-            or given.get("level", "2") != "2":
+            or given.get("level", "2") != "2" or "python" in given or "adopt" in given:
         return None, None
     try:
         min_gpus = int(given.get("min_gpus", "0"))
         max_age = age(given.get("max_age", DEFAULT_MAX_AGE))
     except (ValueError, UsageError):  # the full path says what is wrong with it
         return None, None
-    from ..envs.metadata import env_python, identity, installed_packages
+    from ..envs.metadata import env_python, identity, installed_packages, register_sites
     from ..host.library import facts_without_nvml
     from ..paths import MANIFEST_NAME, REPORT_NAME
     from ..validation import freshness
 
-    env_dir = os.path.join(root, "envs", name)
-    manifest, report = _json(os.path.join(env_dir, MANIFEST_NAME)), _json(os.path.join(env_dir, REPORT_NAME))
+    records = os.path.join(root, "envs", name)
+    manifest, report = _json(os.path.join(records, MANIFEST_NAME)), _json(os.path.join(records, REPORT_NAME))
     if not (manifest and report and report.get("schema") == REPORT_SCHEMA and min_gpus >= 0) \
-            or os.path.islink(env_dir):
+            or os.path.islink(records):
         return None, None
+    env_dir = records
+    adopted = manifest.get("adopted")
+    if adopted:  # an env envcheck adopted: its folder is where it was found (envs.adopted)
+        try:
+            env_dir = adopted["path"]
+            register_sites(env_dir, list(adopted["sites"]), adopted["interpreter"])
+        except (KeyError, TypeError):
+            return None, None
     health, facts = None, facts_without_nvml()
     if facts is None:
         from ..host import nvml_direct
@@ -121,7 +129,7 @@ def _stored_pass(root: str, given: dict):
     packages = installed_packages(env_dir)
     state = "ready" if manifest.get("state") == "ready" and os.path.exists(python) else "not ready"
     python_version = (manifest.get("python") or {}).get("version") if isinstance(manifest.get("python"), dict) else None
-    current = freshness.fingerprint(env_dir, python=python, manifest=os.path.join(env_dir, MANIFEST_NAME),
+    current = freshness.fingerprint(env_dir, python=python, manifest=os.path.join(records, MANIFEST_NAME),
                                     python_version=python_version, state=state,
                                     packages=packages, host=facts,
                                     lock=(manifest.get("lock") or {}).get("digest")

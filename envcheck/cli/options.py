@@ -95,7 +95,11 @@ LEVEL = Option("--level", "level", "health level: 1 = reads only (NVML, device n
                "log's Xids; no framework), 2 = 1 + the env's checks and smoke fit, 3 = 2 + measured "
                "figures per GPU", 2, health_level, "1|2|3", show_default=True)
 
-CHECK = (ENV, FRAMEWORK, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, LEVEL, JSON)
+PYTHON = Option("--python", "python", "judge the env or interpreter at PATH (a venv, a uv project, a conda "
+                "prefix, a Python) instead, kept nowhere unless --adopt NAME", None, str, "PATH")
+ADOPT = Option("--adopt", "adopt", "with --python: adopt it as env NAME (envcheck env adopt), its report kept",
+               None, str, "NAME")
+CHECK = (ENV, FRAMEWORK, REQUIRE_GPU, MIN_GPUS, MAX_AGE, SMOKE, LEVEL, PYTHON, ADOPT, JSON)
 
 
 def node_level(text: str | int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ._common import declare, pass_ctx
-from .options import JSON, LEVEL, NO_SMOKE, TIMEOUT
+from .options import ADOPT, JSON, LEVEL, NO_SMOKE, PYTHON, TIMEOUT
 
 
 @click.command()
@@ -15,16 +15,19 @@ from .options import JSON, LEVEL, NO_SMOKE, TIMEOUT
                    "as `envcheck gpu` and nvidia-smi number them, or by UUID GPU-...)")
 @declare(NO_SMOKE, TIMEOUT, LEVEL)
 @click.option("--strict", is_flag=True, help="exit 1 on warnings too")
+@declare(PYTHON, ADOPT)
 @declare(JSON)
 @pass_ctx
-def validate(ctx, names, all_, devices, no_smoke, timeout, level, strict, as_json):
+def validate(ctx, names, all_, devices, no_smoke, timeout, level, strict, python, adopt, as_json):
     """Validate envs: host, GPU health, compat, integrity, libraries, a smoke fit per device.
 
     --level 1 reads each GPU's health only (NVML, device nodes, Xids; no framework, nothing
     stored); 2 (the default) adds the env's checks and smoke fit; 3 measured figures.
 
     Exit 0 when ready (or degraded without --strict), 1 when not ready, 2 on bad usage.
-    With no NAME, the env `envcheck select` would choose. --json prints one
+    With no NAME, the active env (VIRTUAL_ENV, CONDA_PREFIX) when it holds a framework, else
+    the env `envcheck select` would choose; --python PATH judges any env or interpreter
+    (a venv, a uv project, a conda prefix, a Python) once. --json prints one
     envcheck.validation/1 document: the reports, and a summary.
     """
     from ..usecases.validate_envs import validate_envs
@@ -33,5 +36,6 @@ def validate(ctx, names, all_, devices, no_smoke, timeout, level, strict, as_jso
     selection = parse(devices, DEVICES)  # bad input fails before any work
     with ctx.progress(as_json) as progress:
         result = validate_envs(ctx.session, names, all_envs=all_, devices=selection, smoke=not no_smoke,
-                               timeout=timeout, strict=strict, progress=progress, level=level)
+                               timeout=timeout, strict=strict, progress=progress, level=level, python=python,
+                               adopt=adopt)
     ctx.finish(result, as_json)

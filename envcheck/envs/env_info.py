@@ -31,19 +31,46 @@ def env_python(env_dir: Path) -> Path:
 
 @dataclass
 class EnvInfo:
-    """One env as the store sees it: manifest facts plus the packages really installed."""
+    """One env as the store sees it: manifest facts plus the packages really installed.
+
+    ``path`` is the env's own folder (its interpreter's prefix: where its packages are);
+    ``records`` the folder envcheck keeps its files about it in (manifest, report, baseline):
+    the same folder for an env envcheck made, ``$ENVCHECK_HOME/envs/NAME`` for one it adopted
+    (``adopted``: envcheck never writes inside that one)."""
 
     name: str
     path: Path
-    state: str  # ready | incomplete | broken
+    state: str  # ready | incomplete | broken | missing (an adopted env no longer there)
     manifest: dict[str, Any] = field(default_factory=dict)
     packages: dict[str, str] = field(default_factory=dict)
     problem: str | None = None
     fix: str | None = None  # the command that repairs an incomplete or broken env
+    records: Path | None = None
+
+    @property
+    def record_dir(self) -> Path:
+        return self.records if self.records is not None else self.path
+
+    @property
+    def adopted(self) -> dict[str, Any] | None:
+        """What adoption recorded (``envs.adopted``: kind, interpreter, site folders, ...), or
+        None for an env envcheck made."""
+        found = self.manifest.get("adopted")
+        return found if isinstance(found, dict) else None
 
     @property
     def python(self) -> Path:
-        return env_python(self.path)
+        adopted = self.adopted
+        return Path(adopted["interpreter"]) if adopted else env_python(self.path)
+
+    def add_command(self, requirements: str) -> str:
+        """How a package goes into this env: ``envcheck env add`` (recorded), or for an
+        adopted env its own installer's command (``envs.adopted.install_command``)."""
+        if self.adopted:
+            from .adopted import install_command
+
+            return install_command(self.adopted, self.packages, requirements)
+        return f"envcheck env add {self.name} {requirements}"
 
     @property
     def preset(self) -> dict[str, Any]:
@@ -60,6 +87,9 @@ class EnvInfo:
             "name": self.name,
             "path": str(self.path),
             "state": self.state,
+            # envcheck did not make it, and never changes it: its kind, folder and interpreter (null: made by envcheck)
+            "adopted": {k: self.adopted.get(k) for k in ("kind", "path", "interpreter", "project")}
+            if self.adopted else None,
             "preset": self.preset.get("name"),
             "preset_hash": self.preset.get("hash"),
             "kind": self.preset.get("kind"),

@@ -13,7 +13,10 @@ Schema history: /1 the first; /2 adds ``frameworks``, the deep-learning framewor
 installed; /3 adds ``lock`` (the lock an env was made from: its digest, variant and target;
 null for an env made from a preset) and ``linked_from`` (the env whose files a second env
 was linked from; null when installed) and ``digest`` (``verify.content_digest`` of what was
-installed, the same on every node made from one lock; null for an env made before). Envs must not import ``envcheck.frameworks`` (a layer above them), so the
+installed, the same on every node made from one lock; null for an env made before); /4 adds
+``adopted`` (an env envcheck did not make and never changes: its folder, kind, interpreter and
+site folders; ``envs.adopted``; null for the envs it made). Envs must not import
+``envcheck.frameworks`` (a layer above them), so the
 field is computed by a ``FrameworksOf`` function its caller passes (the use cases pass
 ``envcheck.frameworks.detect``); without one, a /1 document reads with ``frameworks`` empty.
 """
@@ -27,7 +30,7 @@ from typing import Any, Callable, Mapping
 FrameworksOf = Callable[[Mapping[str, str]], list[str]]  # packages {name: version} -> framework names
 
 _PREFIX = "envcheck.manifest/"
-VERSION = 3
+VERSION = 4
 SCHEMA = f"{_PREFIX}{VERSION}"
 READY = "ready"
 CREATING = "creating"
@@ -41,7 +44,8 @@ _FIELDS = {
     "python": "dict", "python.version": "str?", "python.base": "str?", "installer": "str?",
     "index": "dict", "created": "str?", "updated": "str?", "packages": "dict[str,str]",
     "frameworks": "list[str]", "lock": "dict?", "lock.digest": "str", "linked_from": "str?",
-    "digest": "str?",
+    "digest": "str?", "adopted": "dict?", "adopted.path": "str", "adopted.kind": "str",
+    "adopted.interpreter": "str", "adopted.sites": "list[str]",
 }
 
 
@@ -110,7 +114,11 @@ def _v2_to_v3(data: dict[str, Any], frameworks_of: FrameworksOf | None) -> dict[
     return {**data, "schema": f"{_PREFIX}3", "lock": None, "linked_from": None, "digest": None}
 
 
-_MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}  # from version N to N+1; each takes (data, frameworks_of)
+def _v3_to_v4(data: dict[str, Any], frameworks_of: FrameworksOf | None) -> dict[str, Any]:
+    return {**data, "schema": f"{_PREFIX}4", "adopted": None}
+
+
+_MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}  # from version N to N+1; each takes (data, frameworks_of)
 
 
 def shape_problem(data: dict[str, Any]) -> str | None:

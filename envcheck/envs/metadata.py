@@ -22,8 +22,25 @@ def site_packages(env: str | os.PathLike) -> list:
     return [Path(folder) for folder in site_package_dirs(env)]
 
 
+# The site folders of envs envcheck did not make (adopted: a system Python's dist-packages,
+# /usr/local's, a conda prefix's), as their interpreter named them at adoption, by the env's
+# folder: registered when the store reads an adopted env's manifest (``register_sites``), so
+# every reader of an env's files (this scan, the baseline, the gate's fingerprint) finds them.
+_SITES: dict[str, list[str]] = {}
+_PYTHONS: dict[str, str] = {}  # and their interpreter (a system Python's may be python3 alone)
+
+
+def register_sites(env: str | os.PathLike, sites: list[str], python: str | None = None) -> None:
+    _SITES[os.path.abspath(env)] = [str(s) for s in sites]
+    if python:
+        _PYTHONS[os.path.abspath(env)] = str(python)
+
+
 def site_package_dirs(env: str | os.PathLike) -> list[str]:
     """``site_packages`` as strings: pathlib stays out of the gate's stored-pass answer."""
+    registered = _SITES.get(os.path.abspath(env))
+    if registered is not None:
+        return [folder for folder in registered if os.path.isdir(folder)]
     found: list[str] = []
     lib = os.path.join(env, "lib")
     try:
@@ -41,7 +58,10 @@ def site_package_dirs(env: str | os.PathLike) -> list[str]:
 
 
 def env_python(env: str | os.PathLike) -> str:
-    """The env's interpreter (POSIX layout, else Windows)."""
+    """The env's interpreter (an adopted env's: as registered; POSIX layout, else Windows)."""
+    registered = _PYTHONS.get(os.path.abspath(env))
+    if registered is not None:
+        return registered
     posix = os.path.join(env, "bin", "python")
     return posix if os.path.exists(posix) or os.name != "nt" else os.path.join(env, "Scripts", "python.exe")
 
@@ -71,6 +91,11 @@ def installed_packages(env: str | os.PathLike) -> dict[str, str]:
         except OSError:
             continue
         for entry in entries:
+            if entry.name.endswith(".egg-info"):  # a distribution installed the older way (Debian's, setup.py's)
+                parsed = _egg_info(entry.name)
+                if parsed is not None:
+                    packages.setdefault(canonical_name(parsed[0]), parsed[1])
+                continue
             if not entry.name.endswith(".dist-info"):
                 continue
             stem = entry.name[: -len(".dist-info")]
@@ -82,6 +107,37 @@ def installed_packages(env: str | os.PathLike) -> dict[str, str]:
                 name, version = parsed
             packages[canonical_name(name)] = version
     return dict(sorted(packages.items()))
+
+
+def _egg_info(folder: str) -> tuple[str, str] | None:
+    """(name, version) of ``NAME-VERSION[-pyX.Y].egg-info``, or None."""
+    parts = folder[: -len(".egg-info")].split("-")
+    if len(parts) >= 3 and parts[-1].startswith("py"):
+        parts = parts[:-1]
+    if len(parts) < 2 or not parts[0]:
+        return None
+    return "-".join(parts[:-1]), parts[-1]
+
+
+def installers(env: str | os.PathLike) -> dict[str, str]:
+    """{canonical name: the tool that installed it} from each ``*.dist-info/INSTALLER`` ("pip",
+    "uv", "conda", ...; "" where the file is absent)."""
+    found: dict[str, str] = {}
+    for sp in site_package_dirs(env):
+        try:
+            entries = list(os.scandir(sp))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.endswith(".dist-info"):
+                continue
+            try:
+                with open(os.path.join(entry.path, "INSTALLER"), encoding="utf-8", errors="replace") as fh:
+                    tool = fh.read(64).strip()
+            except OSError:
+                tool = ""
+            found[canonical_name(entry.name[: -len(".dist-info")].rpartition("-")[0])] = tool
+    return found
 
 
 def identity(name: str, manifest: dict, packages: dict[str, str]) -> dict:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from . import manifest as mf, shared
 from ..errors import BusyError, UsageError
 from .env_info import NAME_RE, EnvInfo, check_name
-from .metadata import installed_packages, pins
+from .metadata import installed_packages, pins, register_sites
 from .scratch import Scratch, disk_errors, is_stub
 from ..paths import MANIFEST_NAME, Home
 from ..progress import SILENT, Progress
@@ -104,6 +104,8 @@ class EnvStore:
         except mf.ManifestError as exc:
             return EnvInfo(name, path, "broken", problem=f"unreadable manifest ({exc})",
                            fix=exc.fix or f"envcheck env remove {name} --yes, then create it again")
+        if data.get("adopted"):
+            return self._adopted_info(name, path, data)
         info = EnvInfo(name, path, "ready" if data["state"] == mf.READY else "incomplete",
                        manifest=data, packages=installed_packages(path))
         if data["state"] == mf.CHANGING and self.scratch.add_pending(name):
@@ -119,6 +121,50 @@ class EnvStore:
             info.state, info.problem = "broken", f"interpreter {info.python} is missing"
             info.fix = f"envcheck env remove {name} --yes, then create it again"
         return info
+
+    def _adopted_info(self, name: str, records: Path, data: dict) -> EnvInfo:
+        """An adopted env (``envs.adopted``): its folder is where adoption found it, envcheck's
+        records of it stay in the home; gone from there, it is ``missing``."""
+        adopted = data["adopted"]
+        prefix = Path(adopted["path"])
+        register_sites(prefix, adopted["sites"], adopted["interpreter"])
+        info = EnvInfo(name, prefix, "ready", manifest=data, records=records)
+        if not prefix.is_dir() or not os.path.exists(adopted["interpreter"]):
+            info.state = "missing"
+            info.problem = f"{adopted['kind']} env {prefix} is no longer there (its interpreter {adopted['interpreter']})"
+            info.fix = f"envcheck env remove {name} (forgets it; nothing of the env is touched)"
+            return info
+        info.packages = installed_packages(prefix)
+        return info
+
+    def adopt(self, name: str, given: str) -> EnvInfo:
+        """Register the env or interpreter at ``given`` as env ``name`` without owning it
+        (``envs.adopted``): its manifest, baseline and reports live in the home; nothing is
+        written inside it."""
+        from . import adopted as ad
+        from .verify import take, write as write_baseline
+
+        check_name(name)
+        found = ad.inspect(given, self.home.root)
+        for info in self.list():
+            if info.adopted and Path(info.adopted["path"]) == found.path:
+                raise UsageError(f"{found.path} is adopted already, as env {info.name}",
+                                 f"use env {info.name}, or forget it first: envcheck env remove {info.name}")
+        record = self.home.env_dir(name)
+        with self._changing(name):
+            if self._info(name) is not None or record.exists():
+                raise UsageError(f"env {name} already exists", "choose another name, or envcheck env remove it first")
+            register_sites(found.path, found.sites, str(found.interpreter))
+            packages = installed_packages(found.path)
+            baseline = take(str(found.path), None)
+            data = ad.manifest(name, found, packages, self._frameworks(packages), baseline["digest"])
+            staging = self.scratch.path(name, "create")
+            staging.mkdir()
+            write_baseline(staging, baseline)
+            mf.write_atomic(staging / MANIFEST_NAME, data)
+            self.home.envs.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, record)
+        return self.get(name)
 
     def export(self, name: str) -> tuple[str, list[str]]:
         """The env's exact pins as a requirements file, and why each package left out of it was."""
@@ -235,7 +281,7 @@ class EnvStore:
 
         info = self._require_ready(name)
         lock = (info.manifest.get("lock") or {}).get("digest")
-        baseline = vf.read(str(info.path))
+        baseline = vf.read(str(info.record_dir))
         adopted = baseline is None
         if adopted:
             baseline, hashes = vf.adopt(str(info.path), info.manifest.get("packages") or {}, lock), True
@@ -243,7 +289,7 @@ class EnvStore:
         if (drift.clean if adopted else drift.refreshes):
             with suppress(BusyError, OSError):
                 with self.locked(name):
-                    vf.write(info.path, vf.refreshed(baseline, drift))
+                    vf.write(info.record_dir, vf.refreshed(baseline, drift))
         return info, drift, adopted and drift.clean
 
     def add(self, name: str, requirements: tuple[str, ...], *, installer: str | None = None,

@@ -154,7 +154,7 @@ def _record(name: str, preset: dict[str, Any], requirements: list[str], interpre
             "python": {"version": str(interpreter.version), "base": str(interpreter.path)},
             "installer": backend.name, "index": settings.to_json(), "warnings": settings.warnings(),
             "created": mf.now(), "updated": mf.now(), "packages": {}, "frameworks": [], "lock": None,
-            "linked_from": None, "digest": None}
+            "linked_from": None, "digest": None, "adopted": None}
 
 
 def _check_pins(target: Path, pins: dict[str, str | None], log: Path) -> None:
@@ -307,6 +307,12 @@ def add_packages(store: EnvStore, name: str, requirements: tuple[str, ...], *, i
         raise UsageError("no requirements given", f"envcheck env add {name} 'package>=1.0'")
     reqs = [str(parse_requirement(r)) for r in requirements]
     current = store._require_ready(name)
+    if current.adopted:
+        from .adopted import install_command
+
+        raise UsageError(f"env {name} is adopted ({current.adopted['kind']} {current.path}): envcheck never changes it",
+                         f"add it with the env's own installer: "
+                         f"{install_command(current.adopted, current.packages, ' '.join(reqs))}")
     choose_backend(installer, current.manifest.get("installer"))  # bad input: before any write
     # the preset's own indexes too (a package added to an env of a preset with its own index comes from there)
     preset_indexes = tuple(current.manifest.get("preset", {}).get("indexes") or ())

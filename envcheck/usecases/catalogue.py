@@ -120,6 +120,12 @@ def create_env(session: Session, name: str, *, preset_name: str | None, preset_f
     return detail
 
 
+def adopt_env(session: Session, name: str, path: str) -> EnvDetail:
+    """Register the env or interpreter at ``path`` as env ``name`` (``envs.adopted``): read,
+    never changed."""
+    return EnvDetail(session.store.adopt(name, path), created=True)
+
+
 def add_packages(session: Session, name: str, requirements: tuple[str, ...], *, installer: str | None = None,
                  index: IndexSettings | None = None, progress: Progress = SILENT) -> EnvDetail:
     before = session.store.get(name).packages

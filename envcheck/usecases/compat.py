@@ -96,7 +96,7 @@ def _env_build(session: Session, name: str) -> tuple[Build, str | None]:
     if build is None:
         raise UsageError(f"env {name} has no framework the compatibility tables know",
                          f"install one of {', '.join(frameworks.distributions())} "
-                         f"(`envcheck env add {name} ...`)")
+                         f"(`{info.add_command('...')}`)")
     return build, (info.manifest.get("python") or {}).get("version")
 
 

@@ -134,7 +134,7 @@ def with_health(result: GateResult, health: HealthReport | None, needed: bool) -
 
 def check(session: Session, name: str | None, *, require_gpu: bool = False, min_gpus: int = 0,
           max_age: float | None = None, smoke: bool = False, framework: str | None = None,
-          level: int = 2) -> GateResult:
+          level: int = 2, python: str | None = None, adopt: str | None = None) -> GateResult:
     """Gate env ``name`` (None or "auto": the env `select` picks, of ``framework`` if given) on
     this host, from the stored validation when it still holds, with level-1 health read now
     whenever the job needs a GPU. ``level`` 1: level 1 alone (reads only, nothing stored);
@@ -143,7 +143,16 @@ def check(session: Session, name: str | None, *, require_gpu: bool = False, min_
 
     max_age = age(DEFAULT_MAX_AGE) if max_age is None else max_age
     session.want_level1()
-    info = session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
+    if adopt and not python:
+        from ..errors import UsageError
+
+        raise UsageError("--adopt NAME goes with --python PATH", "pass the env's path: --python PATH --adopt NAME")
+    if python and name not in (None, "auto"):
+        from ..errors import UsageError
+
+        raise UsageError("--python judges one env, not a named one", "give --python PATH or --env NAME, not both")
+    info = session.judged_python(python, adopt) if python else \
+        session.resolve_env(name, framework=framework, require_gpu=require_gpu).info
     stored = StoredReport.load(session.home, info.name) if level > 1 else None
     smoke = smoke or level >= 3
     if level == 1:
@@ -183,7 +192,7 @@ def _running_env() -> tuple:
     """(home, EnvInfo) for the interpreter running now: its envcheck env, else a plain view of it."""
     from pathlib import Path
 
-    from ..envs.metadata import installed_packages
+    from ..envs.metadata import installed_packages, register_sites
     from ..envs.env_info import EnvInfo
     from ..paths import MANIFEST_NAME, Home
     from .session import env_store
@@ -192,10 +201,15 @@ def _running_env() -> tuple:
     if (prefix / MANIFEST_NAME).is_file():
         home = Home(prefix.parent.parent)
         return home, env_store(home).get(prefix.name)
-    version = ".".join(map(str, sys.version_info[:3]))
-    info = EnvInfo(name=prefix.name, path=prefix, state="ready",
-                   manifest={"python": {"version": version}, "requested": []},
-                   packages=installed_packages(prefix))
+    from .. import frameworks
+    from ..envs import adopted
+
+    found = adopted.running()  # the user's own env: judged as it is, no name, no manifest claimed
+    register_sites(found.path, found.sites, str(found.interpreter))
+    packages = installed_packages(found.path)
+    name = found.path.name if found.kind != "system" else found.interpreter.name
+    info = EnvInfo(name=name, path=found.path, state="ready", packages=packages,
+                   manifest=adopted.manifest(name, found, packages, frameworks.detect(packages)))
     return None, info
 
 
@@ -242,11 +256,9 @@ def _judge_here(require_gpu: bool, min_gpus: int, seconds: float) -> GateResult:
 
 
 def _from_here(fix: str, name: str) -> str:
-    """A fix for an interpreter envcheck did not create: `envcheck env add NAME` changes
-    envcheck's envs only, so name pip for this interpreter, and the way into an env of
-    envcheck's."""
-    here = fix.replace(f"`envcheck env add {name} ", f"`{sys.executable} -m pip install ")
-    if here == fix:
-        return fix
-    return (f"{here}; or run this job in an env envcheck made: "
+    """A fix for an interpreter envcheck did not create (its installer's commands already name
+    it: ``EnvInfo.add_command``), and the way into an env of envcheck's."""
+    return (f"{fix}; or run this job in an env envcheck made: "
             "`envcheck run --env NAME -- python SCRIPT` (envcheck env list)")
+
+

@@ -101,8 +101,8 @@ def kernel_spec(info: EnvInfo, home: Path) -> dict[str, Any]:
     version = ".".join(str(info.manifest.get("python", {}).get("version") or "3").split(".")[:2])
     env_dir = info.path.resolve()  # the folder, not the interpreter: a venv's python is a link to its base
     return {
-        "argv": [str(env_dir / info.python.relative_to(info.path)), "-m", "ipykernel_launcher", "-f",
-                 "{connection_file}"],
+        "argv": [str(info.python if info.adopted else env_dir / info.python.relative_to(info.path)), "-m",
+                 "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": f"Python {version} (envcheck: {info.name})",
         "language": "python",
         "interrupt_mode": "signal",
@@ -165,6 +165,10 @@ def install_kernel(session: Session, name: str, *, prefix: str | None = None, in
     info = _ready(store.get(name))
     notes = check_target(session, name, prefix)
     added: dict[str, str] = {}
+    if IPYKERNEL not in info.packages and info.adopted:  # never ours to change: the user installs it
+        raise UsageError(f"adopted env {name} has no {IPYKERNEL}, which a Jupyter kernel needs",
+                         f"install it with the env's own installer: {info.add_command(IPYKERNEL)}; "
+                         f"then envcheck kernel install {name}")
     if IPYKERNEL not in info.packages:
         before = info.packages
         info = store.add(name, (IPYKERNEL,), installer=installer, index=index, progress=progress)
@@ -176,7 +180,7 @@ def install_kernel(session: Session, name: str, *, prefix: str | None = None, in
         spec = kernel_spec(info, _home(session))
         try:
             folder = ks.write(kernels, ks.kernel_name(name), spec, _ipykernel_resources(info.path))
-            ks.record(info.path, kernels)
+            ks.record(info.record_dir, kernels)
         except OSError as exc:  # a place that passed the checks but can't be written after all
             raise UsageError(f"can't write Jupyter kernels into {kernels}: {exc.strerror or exc}",
                              "install into your own Jupyter folder (no --prefix), or --prefix DIR you can write") from None

@@ -106,14 +106,14 @@ def command_environ(base: dict[str, str], info: EnvInfo, gpus: list[int] | None,
                          base=base, extra=batch)
 
 
-def _resolve_command(argv: list[str], path: str, env: str) -> str:
+def _resolve_command(argv: list[str], path: str, env: str, add: str) -> str:
     found = shutil.which(argv[0], path=path)
     if found:
         return found
     if os.sep in argv[0] and os.path.exists(argv[0]):
         raise CommandNotExecutable(f"{argv[0]}: not executable", f"chmod +x {argv[0]}")
     raise CommandNotFound(f"{argv[0]}: command not found (looked in env {env}'s bin folder, then PATH)",
-                          f"check its spelling, or install the package that has it: envcheck env add {env} PACKAGE")
+                          f"check its spelling, or install the package that has it: {add}")
 
 
 def processes_to_start(nproc: int | None, chosen: list[int] | None, framework: Framework | None,
@@ -181,7 +181,7 @@ def prepare(session: Session, env_name: str, command: list[str], *, gpus: Select
         notes += [note] if note else []
     environ = command_environ(dict(os.environ if base_environ is None else base_environ), info,
                               chosen, global_batch, per_gpu)
-    executable = _resolve_command(command, environ["PATH"], info.name)
+    executable = _resolve_command(command, environ["PATH"], info.name, info.add_command("PACKAGE"))
     if ranks == 1:  # one rank: still the variables a distributed script reads, and exec
         from .ranks import free_port, rank_variables
 

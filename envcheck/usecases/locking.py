@@ -128,7 +128,7 @@ def lock_env(session: Session, *, name: str | None = None, preset_name: str | No
     profile = _profile(session, for_driver, tuple(for_cc), py)
     if info is not None:
         recorded = info.manifest.get("preset") or {}
-        requirements = [f"{n}=={v}" for n, v in info.packages.items() if n != "pip"]
+        requirements = [f"{n}=={v}" for n, v in _lockable(session, info).items() if n != "pip"]
         preset_json, chosen = dict(recorded), recorded.get("variant") or _build_variant(info.packages)
         if recorded.get("kind") == "gpu":
             _judge_env(info, profile)
@@ -169,6 +169,28 @@ def lock_env(session: Session, *, name: str | None = None, preset_name: str | No
             write_bytes(Path(wheelhouse) / "pylock.toml", text.encode(), 0o666)
         result.wheelhouse, result.wheels = str(Path(wheelhouse).resolve()), len(placed)
     return result
+
+
+def _lockable(session: Session, info) -> dict[str, str]:
+    """What a lock of env ``info`` holds: its packages; of an adopted conda env, the Python
+    packages pip or uv installed (conda's own, and its non-Python packages, have no PyPI
+    wheels to lock: said in a notice)."""
+    if not info.adopted or info.adopted.get("kind") != "conda":
+        return dict(info.packages)
+    from ..envs.metadata import installers
+
+    tools = installers(info.path)
+    conda_python = sorted(n for n in info.packages if tools.get(n) == "conda")
+    python_names = set(info.packages)
+    others = sorted(n for n in (info.adopted.get("conda") or {}) if n.replace("_", "-") not in python_names)
+    if conda_python or others:
+        session.observer.notice(f"env {info.name}: not lockable as PyPI wheels, left out of the lock: "
+                                f"{len(conda_python)} Python package(s) conda installed "
+                                f"({', '.join(conda_python[:5])}{' ...' if len(conda_python) > 5 else ''}) and "
+                                f"{len(others)} conda package(s) of other kinds "
+                                f"({', '.join(others[:5])}{' ...' if len(others) > 5 else ''}): `conda list "
+                                f"--explicit` records them")
+    return {n: v for n, v in info.packages.items() if tools.get(n) != "conda"}
 
 
 def _toml(text: str) -> dict[str, Any]:

@@ -112,6 +112,10 @@ class Session:
         No env to choose is an OperationError carrying the selection's advice; with ``ready``
         an env that is not ready is one too, with its repair.
         """
+        active = self.active_env() if name in (None, AUTO) else None
+        if active is not None and (framework is None or framework in frameworks_of(active[0].packages)):
+            self.observer.notice(active[1])
+            return Resolved(active[0], None, [active[1]])
         if name in (None, AUTO):
             selection = self.select(framework=framework, require_gpu=require_gpu)
             if selection.chosen is None:
@@ -133,6 +137,39 @@ class Session:
                                  f"envcheck env remove {info.name} --yes, then create it again")
         return resolved
 
+    def active_env(self) -> tuple[EnvInfo, str] | None:
+        """The env the user is in (``VIRTUAL_ENV``, else ``CONDA_PREFIX``), as pip and uv act
+        on it, when it holds a framework: (it, a note saying so), judged first by a command
+        given no env. An env of envcheck's (made or adopted) is that env; any other is judged
+        as it is, without being registered (``envs.adopted.judged_once``)."""
+        import os
+        from pathlib import Path
+
+        from ..errors import EnvcheckError
+
+        for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+            value = os.environ.get(variable)
+            if not value or not Path(value).is_dir():
+                continue
+            prefix = Path(value).resolve()
+            mine = next((i for i in self.store.list() if i.state == "ready" and i.path.resolve() == prefix), None)
+            try:
+                info = mine or self.judged_python(str(prefix))
+            except EnvcheckError:
+                return None
+            if frameworks_of(info.packages):
+                return info, f"judging the active env {info.name} ({variable}={value})"
+        return None
+
+    def judged_python(self, path: str, adopt: str | None = None) -> EnvInfo:
+        """The env or interpreter at ``path`` (``--python PATH``): adopted as env ``adopt``, or
+        judged once and kept nowhere (``envs.adopted``)."""
+        if adopt:
+            return self.store.adopt(adopt, path)
+        from ..envs.adopted import judged_once
+
+        return judged_once(path, self.home.root, frameworks_of)
+
     def validate_and_store(self, info: EnvInfo, *, devices: DeviceSpec = "all", smoke: bool = True,
                            timeout: float | None = None, store: bool = True,
                            progress: Progress = SILENT, level: int = 2) -> Report:
@@ -144,10 +181,12 @@ class Session:
         from ..validation.reports import store_report
         from ..validation.validate import validate
 
+        if info.state == "missing":  # an adopted env deleted since: nothing to judge
+            raise OperationError(f"env {info.name} is missing: {info.problem}", info.fix)
         gone = OperationError(f"env {info.name} was removed while it was being validated",
                               "see `envcheck env list`")
         try:
-            store = store and level >= 2
+            store = store and level >= 2 and not (info.adopted and info.records is None)  # judged once: kept nowhere
             report = validate(info, self.host, devices=devices, smoke=smoke,
                               timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
                               log_dir=self.home.logs if store else None,

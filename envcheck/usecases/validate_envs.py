@@ -74,12 +74,14 @@ def report_problem(report: Report) -> tuple[str | None, str | None]:
 
 def validate_envs(session: Session, names: tuple[str, ...] = (), *, all_envs: bool = False,
                   devices: DeviceSpec = "all", smoke: bool = True, timeout: float | None = None,
-                  strict: bool = False, progress: Progress = SILENT, level: int = 2) -> ValidationRun:
+                  strict: bool = False, progress: Progress = SILENT, level: int = 2, python: str | None = None,
+                  adopt: str | None = None) -> ValidationRun:
     """Validate envs ``names``, or all of them, or (neither) the one `select` picks, on
     ``devices`` (``validation.devices.parse``'s Selection, or its text), at health ``level``
     (level 1 reads each GPU once for every env, and stores nothing; with no env named and none
     to choose, it answers with the node's GPUs alone); ``progress`` hears each env's checks and
-    devices as they run."""
+    devices as they run. ``python``: the env or interpreter at that path instead, judged once
+    and kept nowhere (``adopt``: adopted as that env, its report kept)."""
     from ..validation.devices import Selection, parse, resolve
 
     if names and all_envs:
@@ -87,7 +89,13 @@ def validate_envs(session: Session, names: tuple[str, ...] = (), *, all_envs: bo
                          "envcheck validate NAME or envcheck validate --all")
     selection = devices if isinstance(devices, Selection) else parse(devices)
     session.want_level1()
-    if names:
+    if adopt and not python:
+        raise UsageError("--adopt NAME goes with --python PATH", "pass the env's path: --python PATH --adopt NAME")
+    if python and (names or all_envs):
+        raise UsageError("--python judges one env, not named ones", "give --python PATH or env names, not both")
+    if python:
+        targets = [session.judged_python(python, adopt)]
+    elif names:
         targets = [session.store.get(n) for n in names]
     elif all_envs:
         from .session import require_envs

@@ -39,8 +39,8 @@ def compat_check(ctx: Context) -> Check:
     if build is None:
         return Check("compat", "fail", "no known deep-learning framework installed",
                      f"packages: {', '.join(ctx.info.packages) or 'none'}",
-                     f"install one of {', '.join(frameworks.names())} with `envcheck env add "
-                     f"{ctx.info.name} PACKAGE`, or create an env from a preset (envcheck presets list)")
+                     f"install one of {', '.join(frameworks.names())} with `{ctx.info.add_command('PACKAGE')}`"
+                     + ("" if ctx.info.adopted else ", or create an env from a preset (envcheck presets list)"))
     profile = HostProfile.from_host(ctx.host, python=ctx.info.manifest.get("python", {}).get("version"))
     ctx.verdict = verdict = judge(build, profile)
     if build.gpu_capable and verdict.verdict != "fail" and verdict.uses_gpu:
@@ -71,10 +71,22 @@ def integrity_check(ctx: Context) -> Check:
     if not result.ok:
         problems = result.unsatisfied + result.broken
         return Check("integrity", "fail", f"{len(problems)} requirement problem(s): {problems[0]}",
-                     "; ".join(problems), f"envcheck env add {info.name} '<the missing requirement>' or recreate the env")
+                     "; ".join(problems), f"{info.add_command(repr('<the missing requirement>'))}"
+                     + ("" if info.adopted else " or recreate the env"))
     drift = _drift(info)
     writable = drift.writable_summary() if drift is not None else None
-    if drift is not None and not drift.clean:
+    since = ""
+    if drift is not None and not drift.clean and info.adopted:
+        # the user's own installs are theirs to make: said, not held against it; files that
+        # changed under their packages' RECORDs are another matter (degraded)
+        if not any(drift.counts.values()):
+            since = f"; since adoption: {drift.summary()} (envcheck env verify {info.name})"
+        else:
+            return Check("integrity", "warn", f"changed since adoption: {drift.summary()}",
+                         f"envcheck env verify {info.name} names each file",
+                         f"reinstall what changed with the env's own installer "
+                         f"({info.add_command('--force-reinstall PACKAGE')})")
+    elif drift is not None and not drift.clean:
         lock = (info.manifest.get("lock") or {}).get("source")
         return Check("integrity", "fail", f"drifted since it was made: {drift.summary()}",
                      "; ".join(filter(None, [f"envcheck env verify {info.name} names each file", writable])),
@@ -83,14 +95,14 @@ def integrity_check(ctx: Context) -> Check:
     if writable:  # anyone who may write them can change what a training job runs
         return Check("integrity", "warn", writable, "; ".join(drift.writable),
                      f"chmod -R go-w {info.path} (envcheck env verify {info.name} names each file)")
-    return Check("integrity", "pass", f"manifest sound, {len(info.packages)} packages, requirements satisfied")
+    return Check("integrity", "pass", f"manifest sound, {len(info.packages)} packages, requirements satisfied{since}")
 
 
 def _drift(info):
     """The env's drift since its baseline (``envs.verify``, quick), or None: it has no baseline."""
     from ..envs import verify
 
-    baseline = verify.read(str(info.path))
+    baseline = verify.read(str(info.record_dir))
     return None if baseline is None else verify.verify(str(info.path), baseline)
 
 

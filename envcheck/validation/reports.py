@@ -76,7 +76,7 @@ def fingerprint(info: EnvInfo, host: HostState) -> dict[str, Any]:
     from ..host.probe import host_fingerprint
     from ..paths import MANIFEST_NAME
 
-    return freshness.fingerprint(info.path, python=info.python, manifest=info.path / MANIFEST_NAME,
+    return freshness.fingerprint(info.path, python=info.python, manifest=info.record_dir / MANIFEST_NAME,
                                  python_version=info.manifest.get("python", {}).get("version"),
                                  state=info.state, packages=info.packages, host=host_fingerprint(host),
                                  lock=(info.manifest.get("lock") or {}).get("digest"))

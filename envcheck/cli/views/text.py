@@ -292,7 +292,7 @@ def env_listing(result) -> str:
     if not result.envs:
         return f"no envs yet; {result.hint}"
     rows = [("NAME", "STATE", "PRESET", "PYTHON", "PKGS", "CREATED")]
-    rows += [(e.name, e.state, e.preset.get("name") or "-",
+    rows += [(e.name, e.state, f"adopted {e.adopted['kind']}: {e.path}" if e.adopted else e.preset.get("name") or "-",
               e.manifest.get("python", {}).get("version") or "-", str(len(e.packages)),
               (e.manifest.get("created") or "-")[:19]) for e in result.envs]
     return "\n".join(table(rows, last_free=False))
@@ -300,6 +300,9 @@ def env_listing(result) -> str:
 
 def env_detail(result) -> str:
     info = result.env
+    if result.created and info.adopted:
+        return (f"adopted {info.adopted['kind']} {info.path} as env {info.name} ({len(info.packages)} packages, "
+                f"python {info.manifest['python']['version']}, {info.python}); envcheck never changes it")
     if result.created:
         created = (f"created env {info.name} ({len(info.packages)} packages, python "
                    f"{info.manifest['python']['version']}, {info.manifest['installer']}) at {info.path}")
@@ -312,8 +315,10 @@ def env_detail(result) -> str:
         return f"env {info.name}: " + (", ".join(f"{n}=={v}" for n, v in result.changed.items())
                                        or "nothing changed")
     data = info.to_json()
+    if info.adopted:
+        data["adopted"] = f"{info.adopted['kind']} ({info.python}); envcheck never changes it"
     lines = [f"{key + ':':16}{data[key]}" for key in
-             ("name", "state", "path", "preset", "kind", "framework", "python_version", "installer",
+             ("name", "state", "adopted", "path", "preset", "kind", "framework", "python_version", "installer",
               "created", "updated", "linked_from", "digest", "problem", "fix") if data.get(key) is not None]
     if data.get("lock"):
         lock = data["lock"]
