@@ -2,8 +2,9 @@
 
 The CLI never decides an exit code or a JSON shape itself: it asks the result. ``to_json``
 returns the whole ``envcheck.<thing>/1`` document (``schema`` first); ``exit_code`` follows
-README's table (0 done/ready, 1 not ready or failed, 2 bad input). Its other forms (text,
-Markdown, HTML) are the CLI's: ``envcheck.cli.views`` lists each result class's renderers.
+the table of docs/json-and-exit-codes.md (0 done/ready, 1 not ready or failed, 2 bad input).
+Its other forms (text, Markdown, HTML) are the CLI's: ``envcheck.cli.views`` lists each result
+class's renderers.
 
 A result that answers "is it ready?" (``gpu``, ``doctor``, ``validate``, ``check``,
 ``provision``, ``fleet``) also says so the same way in every command: ``envelope()``, the

@@ -1,7 +1,7 @@
 """The layout's rules, read from the source (issue 19):
 
 - no module of envcheck over ``MAX_LINES`` lines;
-- imports go down ``LAYERS`` (README's Layout, DESIGN.md's flow), never up or sideways, inside
+- imports go down ``LAYERS`` (CONTRIBUTING.md's Layout, DESIGN.md's flow), never up or sideways, inside
   functions and under ``TYPE_CHECKING`` as much as at the top: so no cycle between envcheck's
   packages and top-level modules;
 - no framework named in code or templates outside ``envcheck/frameworks/`` and

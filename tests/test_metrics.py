@@ -196,7 +196,7 @@ def test_keys_are_distinct_and_kept_as_is_where_valid():
     assert len(set(keys)) == len(keys)
     assert env_key("A-b.c_d") == "envcheck.io/env.A-b.c_d"
     assert env_key("trailing") == "envcheck.io/env.trailing"
-    assert env_key("trailing-") == "envcheck.io/env.trailing-b520d72a"  # README's example
+    assert env_key("trailing-") == "envcheck.io/env.trailing-b520d72a"  # docs/prometheus.md's example
     hashed = env_key("name-0123abcd")  # the form of a changed name: changed too, so no kept name can match it
     assert hashed.startswith("envcheck.io/env.name-0123abcd-") and len(hashed) - len("envcheck.io/") <= 63
 

@@ -27,7 +27,7 @@ TEXTFILE = "envcheck.prom"
                    "instead of printing")
 @pass_ctx
 def metrics(ctx, textfile: str | None) -> None:
-    """Print the node's readiness in Prometheus text format (README: Metrics and node labels).
+    """Print the node's readiness in Prometheus text format (docs: Prometheus and node labels).
 
     Each env's stored verdict judged against this host now, each GPU's level-1 health read
     now, the driver and envcheck's version. Runs no validation.
@@ -51,7 +51,7 @@ def metrics(ctx, textfile: str | None) -> None:
               help="write FILE atomically instead of printing")
 @pass_ctx
 def labels(ctx, form: str, as_json: bool, output: str | None) -> None:
-    """Print node labels in the GPU-feature-discovery style (README: Metrics and node labels).
+    """Print node labels in the GPU-feature-discovery style (docs: Prometheus and node labels).
 
     envcheck.io/env.NAME=ready|degraded|not-ready per env, envcheck.io/ready-envs=N and
     envcheck.io/gpu-health=ok|degraded|faulty; valid Kubernetes labels for every env name.

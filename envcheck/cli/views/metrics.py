@@ -1,7 +1,7 @@
 """A ``Readiness`` (``usecases.readiness``) as Prometheus metrics, and the text exposition format;
 node labels (``usecases.node_labels``) as a node-feature-discovery features file.
 
-``families(readiness)`` names every metric once (README's Metrics section lists them);
+``families(readiness)`` names every metric once (docs/prometheus.md lists them);
 ``exposition(families)`` writes the text format (0.0.4) byte for byte as
 ``prometheus_client.generate_latest`` writes the same gauge families (a test holds the two
 equal), without importing it: a scrape and the one-shot `envcheck metrics` pay for neither its
