@@ -1,11 +1,12 @@
 """Where envcheck keeps things: the env home and its layout.
 
     $ENVCHECK_HOME/
-        envs/NAME/            one virtualenv per env, with envcheck.json (the manifest)
+        envs/NAME/            one virtualenv per env, with envcheck.json (the manifest); for an
+                              adopted env, only envcheck's records of it (``envs.adopted``)
         envs/NAME/envcheck-report.json   the last validation (for the pre-training gate)
         locks/NAME.lock       one lock per env, outside the env folder
         presets/*.toml        user presets
-        logs/                 full installer output of failed operations
+        logs/                 installer output: each env's newest create/add logs (``LOGS_KEPT``)
         cache/uv              uv's cache, on the same filesystem as the envs (hard links)
         lib/                  on every env's path: envcheck/ (a copy of data/gate_client.py, the
                               envs' `envcheck.ensure_ready`) and envcheck-python (who answers it)
