@@ -26,6 +26,11 @@ PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 BASE = Path(sys.base_prefix)
 
 
+def pip_env() -> dict[str, str]:
+    """pip with no configuration of this machine's (its mirrors and find-links): the tests' wheels only."""
+    return {**{k: v for k, v in clean_env().items() if not k.startswith("PIP_")}, "PIP_CONFIG_FILE": os.devnull}
+
+
 def checksums(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` (links by target) and its sha256: what 'byte for byte' compares."""
     out = {}
@@ -54,7 +59,7 @@ def user_venv(tmp_path: Path, wheelhouse: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links",
                     str(wheelhouse), "tensorflow-cpu==2.21.0", "beta"], check=True, timeout=300,
-                   env=clean_env(PIP_CONFIG_FILE=os.devnull))
+                   env=pip_env())
     return venv
 
 
@@ -119,7 +124,7 @@ def test_drift_since_adoption_is_seen_and_the_users_own_installs_are_theirs(env,
 
     build_wheel(wheelhouse.parent / "more", "delta", "1.0")
     subprocess.run([str(user_venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links",
-                    str(wheelhouse.parent / "more"), "delta"], check=True, env=clean_env(PIP_CONFIG_FILE=os.devnull))
+                    str(wheelhouse.parent / "more"), "delta"], check=True, env=pip_env())
     verified = envcheck(env, "env", "verify", "mine", "--json")
     assert verified.code == 1 and verified.json()["packages"]["added"] == {"delta": "1.0"}
     assert "-m pip uninstall -y delta" in verified.json()["fix"]
@@ -246,3 +251,94 @@ def test_ensure_ready_in_the_users_own_env_where_envcheck_is_installed(env, home
     assert adopt.returncode == 0, adopt.stderr
     assert envcheck(env, "validate", "theirs", "--no-smoke").code in (0, 1)
     assert envcheck(env, "check", "--env", "theirs", "--json").json()["env"] == "theirs"
+
+
+# -- why the framework can't use the GPU, said for any env (issue 28, point 5) -----------------
+
+A100_550 = {"FAKE_NVML_GPUS": "NVIDIA A100-SXM4-80GB,8.0,81920", "FAKE_NVML_DRIVER": "550.54.15",
+            "FAKE_NVML_CUDA": "12040"}
+
+
+def venv_with(tmp_path: Path, *wheel_dirs: Path, packages: tuple[str, ...]) -> Path:
+    venv = tmp_path / "gpuvenv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    links = [arg for d in wheel_dirs for arg in ("--find-links", str(d))]
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", *links, *packages],
+                   check=True, timeout=300, env=pip_env())
+    return venv
+
+
+def checks_of(result) -> dict:
+    return {c["id"]: c for c in result.json()["reports"][0]["checks"]}
+
+
+def test_a_cpu_build_beside_a_usable_gpu_is_degraded_with_the_gpu_build_to_install(fake_nvml, home, tmp_path,
+                                                                                   local_wheels):
+    venv = venv_with(tmp_path, local_wheels, packages=("torch==2.13.0+cpu",))
+    env = fake_nvml.env(ENVCHECK_HOME=str(home), **{k: v for k, v in A100_550.items() if k != "FAKE_NVML_GPUS"})
+    r = fake_nvml.cli(env, "validate", "--python", str(venv), "--no-smoke", "--json")
+    compat = checks_of(r)["compat"]
+    assert r.json()["reports"][0]["verdict"] == "degraded" and compat["status"] == "warn"
+    assert "CPU-only" in compat["summary"] and "will ignore this host's 1 GPU(s)" in compat["summary"]
+    # the newest build of 2.13 that trains on an A100 with driver 550: CUDA 12.6 from PyTorch's index
+    python = venv / "bin" / "python"
+    assert compat["fix"] == (f"{python} -m pip uninstall -y torch && {python} -m pip install torch==2.13.0 "
+                             "--index-url https://download.pytorch.org/whl/cu126")
+
+
+def test_an_older_cuda_library_in_ld_library_path_shadowing_the_envs_own_is_named(fake_nvml, home, tmp_path, wheelhouse):
+    from wheelhouse import build_wheel
+
+    more = tmp_path / "more"
+    build_wheel(more, "nvidia-cudnn-cu12", "9.10.2.21",
+                files={"nvidia/cudnn/lib/libcudnn.so.9": "", "nvidia/__init__.py": ""})
+    venv = venv_with(tmp_path, more, wheelhouse, packages=("torch==2.10.0",))
+    old = tmp_path / "cuda-12.1" / "lib64"
+    old.mkdir(parents=True)
+    (old / "libcudnn.so.9.0.0").write_text("")
+    (old / "libcudnn.so.9").symlink_to("libcudnn.so.9.0.0")
+    env = fake_nvml.env(ENVCHECK_HOME=str(home), **{k: v for k, v in A100_550.items() if k != "FAKE_NVML_GPUS"})
+    env["LD_LIBRARY_PATH"] = f"{env['LD_LIBRARY_PATH']}:{old}"
+    libraries = checks_of(fake_nvml.cli(env, "validate", "--python", str(venv), "--no-smoke", "--json"))["libraries"]
+    assert libraries["status"] == "warn", libraries
+    assert f"{old}/libcudnn.so.9 (libcudnn.so.9.0.0) is loaded before the env's own libcudnn.so.9" in libraries["summary"]
+    assert libraries["fix"] == f"take {old} out of LD_LIBRARY_PATH when running in this env"
+
+
+def test_a_conda_cuda_older_than_the_build_and_a_mismatched_nvcc_are_named(fake_nvml, home, tmp_path, wheelhouse):
+    prefix = conda_prefix(tmp_path / "conda" / "envs" / "dl", wheelhouse,
+                          {"torch-2.10.0": None, "nvidia_cuda_runtime_cu12-12.8.90": None,
+                           "nvidia_cudnn_cu12-9.10.2.21": None},
+                          {"cuda-version": ("11.8", "h70ddcb2_3")})
+    env = fake_nvml.env(ENVCHECK_HOME=str(home), **{k: v for k, v in A100_550.items() if k != "FAKE_NVML_GPUS"})
+    libraries = checks_of(fake_nvml.cli(env, "validate", "--python", str(prefix), "--no-smoke", "--json"))["libraries"]
+    assert libraries["status"] == "fail" and "the conda env's CUDA 11.8 is older than the CUDA 12.8" in libraries["summary"]
+    assert libraries["fix"] == f"conda install -p {prefix.resolve()} cuda-version=12.8"
+
+    from wheelhouse import build_wheel
+
+    build_wheel(tmp_path / "tools", "ninja", "1.11.1")  # an env that builds CUDA extensions
+    venv = venv_with(tmp_path, tmp_path / "tools", wheelhouse, packages=("torch==2.10.0", "ninja"))
+    bin_dir = tmp_path / "cuda-11.8" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "nvcc").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 11.8, V11.8.89'\n")
+    (bin_dir / "nvcc").chmod(0o755)
+    libraries = checks_of(fake_nvml.cli({**env, "PATH": f"{bin_dir}:{env['PATH']}"}, "validate", "--python",
+                                        str(venv), "--no-smoke", "--json"))["libraries"]
+    assert libraries["status"] == "warn" and "the host's nvcc 11.8" in libraries["summary"]
+    assert "CUDA extensions built here won't load" in libraries["summary"] and "CUDA_HOME" in libraries["fix"]
+
+
+def test_the_builds_own_architectures_decide_not_the_tables():
+    from envcheck.frameworks import framework_build
+    from envcheck.host.probe import Gpu, HostState
+    from envcheck.validation.gpu_use import arch_problem
+
+    build = framework_build("torch", "2.5.1+cu124")
+    blackwell = HostState("ok", driver_version="575.51.03", cuda_driver_version="12.9",
+                          gpus=[Gpu(0, name="NVIDIA GeForce RTX 5090", uuid="GPU-0", compute_capability="12.0")])
+    carried = {"cuda_arch_flags": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]}
+    said = arch_problem(build, carried, blackwell)
+    assert said and "12.0" in said and "read from the build itself: sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" in said
+    assert arch_problem(build, {**carried, "cuda_arch_flags": [*carried["cuda_arch_flags"], "sm_120"]}, blackwell) is None
+    assert arch_problem(build, {}, blackwell) is None  # nothing read: nothing said

@@ -295,7 +295,9 @@ def test_provision_torch_on_an_old_driver_makes_cpu_and_cuda11(fake_nvml, torch_
     r = provision_auto(fake_nvml, torch_presets, wheelhouse, local_wheels, (T4,), **OLD_DRIVER)
     envs = by_name(r)
     assert set(envs) == {"pytorch-cpu", "pytorch-cuda12", "pytorch-cuda11"}  # torch's presets only
-    assert envs["pytorch-cpu"]["action"] == "created" and envs["pytorch-cpu"]["verdict"] == "ready"
+    # a CPU build beside a usable GPU trains, ignoring it: degraded, saying so (issue 28)
+    assert envs["pytorch-cpu"]["action"] == "created" and envs["pytorch-cpu"]["verdict"] == "degraded"
+    assert "CPU-only" in envs["pytorch-cpu"]["problem"] and "will ignore this host's 1 GPU(s)" in envs["pytorch-cpu"]["problem"]
     cuda12 = envs["pytorch-cuda12"]
     assert cuda12["action"] == "skipped" and cuda12["verdict"] is None
     assert "driver 470.57.02 is too old for torch 2.10.0" in cuda12["reason"] and "525.60.13" in cuda12["reason"]

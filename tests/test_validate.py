@@ -365,6 +365,6 @@ def test_the_gate_in_a_job_envcheck_runs_keeps_the_stored_deep_validation(home, 
     assert json.loads(ran.out.strip().splitlines()[-1]) == [stored["created"], "smoke"]  # answered from it
     assert path.read_bytes() == before  # the deep validation is not replaced
     (shown,) = envcheck(home, "report", "x", "--json", env=env).json()["envs"]
-    assert shown["current"] and shown["validation"] == "ready" and shown["report"]["depth"] == "smoke"
+    assert shown["current"] and shown["validation"] == shown["report"]["verdict"] and shown["report"]["depth"] == "smoke"
     metrics = envcheck(home, "metrics", env=env).out
     assert 'envcheck_smoke_seconds_per_step{device="cpu:0",env="x"' in metrics

@@ -94,6 +94,16 @@ def cpu_only(build: Build, why: str) -> Build:
 
 
 @dataclass(frozen=True)
+class GpuOption:
+    """One GPU build of a release (``Framework.gpu_options``)."""
+
+    dist: str  # the distribution its build is read as (``frameworks.framework_build``)
+    version: str  # and the version, a local tag included ("2.5.1+cu118")
+    requirement: str  # what installs it ("torch==2.5.1")
+    index: str | None = None  # where from (None: PyPI)
+
+
+@dataclass(frozen=True)
 class GpuBlock:
     """A build that can't use a GPU on an OS whatever the driver and GPU, and what to do."""
 
@@ -224,6 +234,10 @@ class Framework:
     # Which releases the table lacks its rules still judge (by their family), for the answer
     # to one they can't: "torch releases with a +cuXYZ or +cpu tag".
     beyond_table: str | None = None
+    # The GPU builds of a release it can be installed as, best first: (the distribution and
+    # version its build is read as, the requirement that installs it, the index it comes from,
+    # None: PyPI). What to install when an env's build can't use this host's GPUs.
+    gpu_options: Callable[[Version], list[GpuOption]] = lambda version: []
 
     @property
     def strategy(self) -> str:

@@ -9,6 +9,7 @@ import os
 from typing import TYPE_CHECKING
 
 from .. import frameworks
+from .gpu_use import cpu_build, library_problems
 from .reports import Check
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ def compat_check(ctx: Context) -> Check:
     ctx.verdict = verdict = judge(build, profile)
     if build.gpu_capable and verdict.verdict != "fail" and verdict.uses_gpu:
         ctx.gpus_usable = len(ctx.host.usable_gpus)
+    idle = cpu_build(ctx.info, build, ctx.host) if verdict.verdict != "fail" else None
+    if idle is not None:  # a CPU-only build beside usable GPUs: it trains, and ignores them
+        return Check("compat", "warn", idle[0], "; ".join(build.notes), idle[1])
     status = {"ok": "pass", "warn": "warn", "fail": "fail"}[verdict.verdict]
     summary = f"{build.label}" + (f" (CUDA {build.cuda}, cuDNN {build.cudnn})" if build.gpu_capable else " (CPU-only)")
     summary += f": {verdict.reasons[0]}" if verdict.reasons else ": fits this host"
@@ -111,6 +115,11 @@ def libraries_check(ctx: Context) -> Check:
 
     libraries = ctx.info.preset.get("libraries") or []
     if not libraries:
+        problems = library_problems(ctx.info, ctx.build)
+        if problems:  # what the loader would take in place of the env's own CUDA
+            status = "fail" if any(p[0] == "fail" for p in problems) else "warn"
+            worst = next(p for p in problems if p[0] == status)
+            return Check("libraries", status, worst[1], "; ".join(p[1] for p in problems), worst[2])
         return Check("libraries", "skip", "no system libraries needed by this preset")
     missing = [name for name, error in load_errors(ctx.info.python, libraries, timeout=ctx.timeout).items() if error]
     from ..child_env import wheel_library_dirs

@@ -34,6 +34,13 @@ def framework_gpus_check(ctx: Context) -> Check:
     seen = result.gpus_seen
     if not ctx.gpu_env:
         return Check("framework-gpus", "skip", "CPU-only build: no GPU expected", facts)
+    from .gpu_use import arch_problem
+
+    archs = arch_problem(ctx.build, build, ctx.host) if ctx.build is not None else None
+    if archs is not None:  # the build's own architectures, not the table's, say the GPUs can't run it
+        return Check("framework-gpus", "fail", archs, facts,
+                     "install a build compiled for this GPU's architecture: envcheck compat --framework "
+                     f"{ctx.build.distribution}=={ctx.build.version} names one")
     if seen == visible:
         return Check("framework-gpus", "pass", f"the framework sees {seen} of {visible} GPU(s)", facts)
     fix, cause = _diagnosis(result.stderr_tail)

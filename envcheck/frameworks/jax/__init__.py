@@ -21,7 +21,7 @@ from typing import Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..base import (SPLIT, Build, Conflict, Framework, GpuBlock, RunVariable, bare_build, cpu_only,
+from ..base import (SPLIT, Build, Conflict, Framework, GpuBlock, GpuOption, RunVariable, bare_build, cpu_only,
                     folder_facts, row_build)
 from ..facts import Facts
 
@@ -140,6 +140,11 @@ def _gpu_block(build: Build, os: str) -> GpuBlock | None:
 _NO_PREALLOCATION = RunVariable("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
+def _gpu_options(version: Version) -> list[GpuOption]:
+    """``jax[cuda12]`` of the release: its CUDA 12 plugin, CUDA and cuDNN as pip wheels."""
+    return [GpuOption(NAMED_ALONE, version.public, f"jax[cuda12]=={version.public}")]
+
+
 FRAMEWORK = Framework(
     name="jax",
     title="JAX",
@@ -156,4 +161,5 @@ FRAMEWORK = Framework(
     gpu_presets=("jax-cuda12",),
     gpu_block=_gpu_block,
     beyond_table="other jax releases from the first of its CUDA 12 plugin on PyPI, by the plugin's family",
+    gpu_options=_gpu_options,
 )

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from ..base import SPLIT, Build, Framework, GpuBlock, RunVariable, bare_build, cpu_only, minor, row_build
+from ..base import SPLIT, Build, Framework, GpuBlock, GpuOption, RunVariable, bare_build, cpu_only, minor, row_build
 
 
 def _read_build(dist: str, version: Version, shown: str, local: str | None,
@@ -50,6 +50,15 @@ def _gpu_block(build: Build, os: str) -> GpuBlock | None:
                      'or on native Windows: pip install "tensorflow<2.11" with CUDA 11.2 and cuDNN 8.1'))
 
 
+def _gpu_options(version: Version) -> list[GpuOption]:
+    """The release's GPU build from PyPI: from 2.14, ``tensorflow[and-cuda]`` brings CUDA and
+    cuDNN as pip wheels on Linux; before, ``tensorflow`` (``tensorflow-gpu`` before 2.1 is
+    beyond the table), its CUDA from the system."""
+    public = version.public
+    extra = "[and-cuda]" if minor(version) >= (2, 14) else ""
+    return [GpuOption("tensorflow", public, f"tensorflow{extra}=={public}")]
+
+
 FRAMEWORK = Framework(
     name="tensorflow",
     title="TensorFlow",
@@ -69,4 +78,5 @@ FRAMEWORK = Framework(
     gpu_block=_gpu_block,
     aliases=("tf",),
     beyond_table="tensorflow-cpu, and tensorflow before 2.1, of any release (CPU-only)",
+    gpu_options=_gpu_options,
 )

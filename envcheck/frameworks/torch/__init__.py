@@ -14,8 +14,8 @@ from typing import Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from ..base import (PER_DEVICE, Build, Framework, RunVariable, bare_build, cpu_only, major_minor, minor,
-                    row_build)
+from ..base import (PER_DEVICE, Build, Framework, GpuOption, RunVariable, bare_build, cpu_only, major_minor,
+                    minor, row_build)
 
 _CUDA_LOCAL = re.compile(r"cu(\d+)(\d)")
 
@@ -131,6 +131,21 @@ _EXPANDABLE_SEGMENTS = RunVariable("PYTORCH_CUDA_ALLOC_CONF", "expandable_segmen
                                    since="2.2", platforms=("linux",))
 
 
+def _gpu_options(version: Version) -> list[GpuOption]:
+    """PyPI's default CUDA build of the release, then each CUDA build PyTorch's index has of its
+    line (the table's variant rows), newest CUDA first."""
+    public = version.public
+    row = FRAMEWORK.facts()["releases"].get(f"{version.major}.{version.minor}")
+    options = [GpuOption("torch", public, f"torch=={public}")] if row is not None else []
+    variants = [r for r in FRAMEWORK.facts()["variant_archs"]["rows"]
+                if minor(Version(r["torch_from"])) <= minor(version) <= minor(Version(r["torch_to"]))]
+    for r in sorted(variants, key=lambda r: Version(r["cuda"]), reverse=True):
+        tag = "cu" + r["cuda"].replace(".", "")
+        options.append(GpuOption("torch", f"{public}+{tag}", f"torch=={public}",
+                                 f"https://download.pytorch.org/whl/{tag}"))
+    return options
+
+
 FRAMEWORK = Framework(
     name="torch",
     title="PyTorch",
@@ -147,4 +162,5 @@ FRAMEWORK = Framework(
     example="torch==2.5.1+cu118",
     aliases=("pytorch",),
     beyond_table="other torch releases by a +cuXYZ or +cpu tag, e.g. torch==1.9.0+cu111",
+    gpu_options=_gpu_options,
 )

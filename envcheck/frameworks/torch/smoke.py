@@ -36,6 +36,17 @@ def start(job):
     return Torch(job)
 
 
+def _arch_flags(torch):
+    """The architectures the build carries (``sm_80``, ``compute_90``): ``torch._C._cuda_getArchFlags``
+    answers without a GPU; None where this build has no such function or no CUDA."""
+    flags = getattr(torch._C, "_cuda_getArchFlags", None)
+    try:
+        text = flags() if flags is not None else ""
+    except Exception:  # noqa: BLE001 - a build whose CUDA part can't say: not known
+        return None
+    return text.split() or None
+
+
 class Torch(object):
     """Native PyTorch (torch.nn): the fit per device; the multi-replica check is
     DistributedDataParallel over one process per device (``run_ranks``)."""
@@ -58,6 +69,8 @@ class Torch(object):
                 "cuda_version": torch.version.cuda,
                 "cuda_available": torch.cuda.is_available(),
                 "arch_list": torch.cuda.get_arch_list(),
+                # what the build was compiled for, read without a GPU (get_arch_list needs one)
+                "cuda_arch_flags": _arch_flags(torch),
                 "cudnn_version": cudnn.version() if cudnn.is_available() else None,
                 "distributed_available": distributed,
                 "gloo_available": distributed and bool(dist.is_gloo_available()),
