@@ -175,13 +175,21 @@ def test_a_conda_prefix_stand_in_reads_its_records_and_locks_only_the_pip_part(e
     probe = subprocess.run([str(prefix / "bin" / "python"), "-I", "-c", "import sys; print(sys.prefix)"],
                            capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == str(prefix)  # the stand-in is its own prefix, as a conda env is
+    (prefix / "lib" / "libcudnn.so.8").write_text("")  # conda's cudnn, as its package lays it out
+    elsewhere = tmp_path / "opt-cudnn"
+    elsewhere.mkdir()
+    (elsewhere / "libcudnn.so.8").write_text("")
     before = checksums(prefix)
-    r = envcheck(env, "env", "adopt", "train", str(prefix), "--json")
+    r = envcheck({**env, "LD_LIBRARY_PATH": f"{env['LD_LIBRARY_PATH']}:{elsewhere}"}, "env", "adopt", "train",
+                 str(prefix), "--json")
     assert r.code == 0, r.err
     adopted = r.json()["env"]["adopted"]
     assert adopted["kind"] == "conda"
     manifest = json.loads((home / "envs" / "train" / "envcheck.json").read_text())
     assert manifest["adopted"]["conda"]["cudatoolkit"] == "11.8.0"
+    # where the loader would take each CUDA library from: LD_LIBRARY_PATH before the prefix's own
+    assert [p["from"] for p in manifest["adopted"]["libraries"]["libcudnn.so.8"]][:2] == ["LD_LIBRARY_PATH", "conda"]
+    assert f"{elsewhere}/libcudnn.so.8 (LD_LIBRARY_PATH, loaded)" in envcheck(env, "env", "show", "train").out
     added = envcheck(env, "env", "add", "train", "beta")
     assert added.code == 2 and f"conda install -p {prefix.resolve()} beta" in added.err
     assert checksums(prefix) == before

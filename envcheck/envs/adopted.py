@@ -71,12 +71,13 @@ class Found:
     conda: dict[str, str] = field(default_factory=dict)  # conda-meta records: {name: version}
     conda_builds: dict[str, str] = field(default_factory=dict)  # {name: build string}
     pixi: Path | None = None  # the pixi workspace an env of it belongs to
+    libraries: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # ``cuda_libraries``
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "kind": self.kind, "interpreter": str(self.interpreter),
                 "sites": list(self.sites), "project": str(self.project) if self.project else None,
                 "conda": dict(self.conda), "conda_builds": dict(self.conda_builds),
-                "pixi": str(self.pixi) if self.pixi else None}
+                "pixi": str(self.pixi) if self.pixi else None, "libraries": self.libraries}
 
 
 def inspect(given: str, home_root: Path) -> Found:
@@ -118,10 +119,49 @@ def inspect(given: str, home_root: Path) -> Found:
     else:
         kind = "system"
     found = Found(kind, prefix, interpreter, facts["version"], list(facts["sites"]), project)
+    found.libraries = cuda_libraries(prefix, found.sites, kind == "conda")
     if kind == "conda":
         found.conda, found.conda_builds = conda_records(prefix)
         found.pixi = next((p for p in prefix.parents if (p / "pixi.toml").is_file() or (p / "pixi.lock").is_file()),
                           None)
+    return found
+
+
+# The CUDA libraries whose place decides what a framework loads (their sonames' stems).
+CUDA_LIBRARIES = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl", "libcufft", "libcusparse",
+                  "libcusolver", "libcurand", "libnvJitLink", "libcupti", "libnvinfer")
+
+
+def cuda_libraries(prefix: Path, sites: list[str], conda: bool) -> dict[str, list[dict[str, str]]]:
+    """{soname: [{"from", "path"}, ...]}: where each CUDA library would be loaded from, in the
+    loader's order for the env's interpreter: ``LD_LIBRARY_PATH`` first, then the env's own
+    ``nvidia-*`` wheels (the frameworks' run paths), a conda prefix's ``lib``, then the
+    system's (the loader's cache); the first is the one loaded."""
+    import glob
+    import re
+
+    wanted = re.compile(r"^(" + "|".join(CUDA_LIBRARIES) + r")\.so\.\d+$")
+    places = [("LD_LIBRARY_PATH", d) for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    places += [("wheel", d) for site in sites for d in sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))]
+    if conda:
+        places.append(("conda", str(prefix / "lib")))
+    found: dict[str, list[dict[str, str]]] = {}
+    for source, folder in places:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in sorted(n for n in names if wanted.match(n)):
+            found.setdefault(name, []).append({"from": source, "path": os.path.join(folder, name)})
+    try:
+        cache = processes.run(["ldconfig", "-p"], timeout=5.0, env=clean_environ()).stdout
+    except OSError:
+        cache = ""
+    for line in cache.splitlines():
+        name, _, path = line.strip().partition(" => ")
+        name = name.split(" ")[0]
+        if wanted.match(name) and not any(p["path"] == path for p in found.get(name, [])):
+            found.setdefault(name, []).append({"from": "system", "path": path})
     return found
 
 

@@ -323,6 +323,9 @@ def env_detail(result) -> str:
     if data.get("lock"):
         lock = data["lock"]
         lines.append(f"{'lock:':16}{lock.get('digest')} (variant {lock.get('variant')}, {lock.get('source') or '-'})")
+    for soname, places in ((info.adopted or {}).get("libraries") or {}).items():  # where the loader finds each
+        lines.append(f"{soname + ':':16}" + "; ".join(f"{p['path']} ({p['from']}{', loaded' if i == 0 else ''})"
+                                                       for i, p in enumerate(places)))
     lines.append(f"{'packages:':16}{len(info.packages)}")
     lines += [f"  {name}=={version}" for name, version in info.packages.items()]
     return "\n".join(lines)
