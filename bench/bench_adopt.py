@@ -6,7 +6,7 @@ processes, interleaved rounds after one warm-up each.
 
 1. `envcheck validate --python VENV --devices cpu --json` on a venv of the user's own with a CPU
    torch installed by pip (``--venv``; made once when absent: `pip install torch==2.13.0`, the
-   CPU build on this machine's disk) against bench/bare_fit_torch.py run by the venv's own
+   CPU build on this machine's disk, and numpy) against bench/bare_fit_torch.py run by the venv's own
    interpreter. Target: <= 1.2x.
 2. `envcheck env adopt NAME VENV300` of a venv holding 300 distributions (tiny wheels built
    here, installed by uv) against `VENV300/bin/python -c "import importlib.metadata as m;
@@ -50,7 +50,7 @@ def run(cmd: list, env: dict | None = None) -> str:
 def torch_venv(folder: Path) -> Path:
     if not (folder / "bin" / "python").exists():
         run([sys.executable, "-m", "venv", folder])
-        run([folder / "bin" / "python", "-m", "pip", "install", "-q", "torch==2.13.0"])
+        run([folder / "bin" / "python", "-m", "pip", "install", "-q", "torch==2.13.0", "numpy"])
     return folder
 
 

@@ -350,3 +350,27 @@ def test_the_builds_own_architectures_decide_not_the_tables():
     assert said and "12.0" in said and "read from the build itself: sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" in said
     assert arch_problem(build, {**carried, "cuda_arch_flags": [*carried["cuda_arch_flags"], "sm_120"]}, blackwell) is None
     assert arch_problem(build, {}, blackwell) is None  # nothing read: nothing said
+
+
+@pytest.mark.slow
+def test_a_real_venv_with_a_real_cpu_torch_installed_by_pip(env, home, tmp_path):
+    """The data scientist's venv: torch installed by pip (this machine's CPU build; numpy not
+    asked for, torch doesn't need it), judged with the smoke fit per device and DDP over two
+    gloo processes in its own interpreter, then adopted and gated, every file left as it was."""
+    venv = tmp_path / "ds"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0"], check=True,
+                   timeout=1200, env=clean_env())
+    if "numpy" in subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list"], capture_output=True,
+                                 text=True).stdout:
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y", "numpy"], check=True)
+    before = checksums(venv)
+    r = envcheck(env, "validate", "--python", str(venv), "--devices", "cpu:0,cpu:1", "--json")
+    assert r.code == 0, r.err
+    (report,) = r.json()["reports"]
+    assert report["build"]["version"].startswith("2.13.0") and [d["status"] for d in report["devices"]] == ["pass", "pass"]
+    assert report["multi_replica"]["status"] == "pass"
+    assert envcheck(env, "env", "adopt", "ds", str(venv)).code == 0
+    assert envcheck(env, "validate", "ds", "--devices", "cpu").code == 0
+    assert envcheck(env, "check", "--env", "ds", "--json").json()["cached"]
+    assert checksums(venv) == before

@@ -200,8 +200,18 @@ def cpu_count_asked(job):
 
 
 def make_data(seed, samples):
-    import numpy as np
+    """The seeded regression data every backend fits: numpy arrays, or, in an env without
+    numpy (PyTorch doesn't need it), lists of rows from the standard library's generator."""
+    try:
+        import numpy as np
+    except ImportError:
+        import random
 
+        rng = random.Random(seed)
+        x = [[rng.gauss(0.0, 1.0) for _ in range(FEATURES)] for _ in range(samples)]
+        w = [rng.gauss(0.0, 1.0) for _ in range(FEATURES)]
+        y = [[sum(a * b for a, b in zip(row, w)) + 0.1 * rng.gauss(0.0, 1.0)] for row in x]
+        return x, y
     rng = np.random.RandomState(seed)
     x = rng.normal(size=(samples, FEATURES)).astype("float32")
     w = rng.normal(size=(FEATURES, 1)).astype("float32")

@@ -36,6 +36,13 @@ def start(job):
     return Torch(job)
 
 
+def _tensor(torch, data):
+    """numpy's array, or the rows of an env without numpy, as a float32 tensor."""
+    if isinstance(data, list):
+        return torch.tensor(data, dtype=torch.float32)
+    return torch.from_numpy(data)
+
+
 def _arch_flags(torch):
     """The architectures the build carries (``sm_80``, ``compute_90``): ``torch._C._cuda_getArchFlags``
     answers without a GPU; None where this build has no such function or no CUDA."""
@@ -129,7 +136,7 @@ class Torch(object):
         torch, job = self.torch, self.job
         batch = job["batch"]
         x, y = kit.make_data(job["seed"], job["steps"] * batch)
-        xs, ys = torch.from_numpy(x).to(target), torch.from_numpy(y).to(target)
+        xs, ys = _tensor(torch, x).to(target), _tensor(torch, y).to(target)
         batches = [(xs[i * batch:(i + 1) * batch], ys[i * batch:(i + 1) * batch])
                    for i in range(job["steps"])]
         net = torch_model(torch, job["seed"]).to(target)
@@ -377,7 +384,7 @@ def ddp_fit(torch, ddp, target, spec, rank, world, on_step):
     batch, device = spec["batch"], spec["device"]
     width = batch * world
     x, y = kit.make_data(spec["seed"], spec["steps"] * width)
-    xs, ys = torch.from_numpy(x).to(target), torch.from_numpy(y).to(target)
+    xs, ys = _tensor(torch, x).to(target), _tensor(torch, y).to(target)
     lows = [step * width + rank * batch for step in range(spec["steps"])]
     batches = [(xs[low:low + batch], ys[low:low + batch]) for low in lows]
     net = torch_model(torch, spec["seed"]).to(target)
