@@ -82,30 +82,36 @@ def _from_metadata_file(dist_info: str) -> tuple[str, str] | None:
     return (name, version) if name and version else None
 
 
+def _site_entries(env: str | os.PathLike) -> list:
+    """Every entry of the env's site folders (``os.DirEntry``), one scan each."""
+    found = []
+    for sp in site_package_dirs(env):
+        try:
+            found += list(os.scandir(sp))
+        except OSError:
+            continue
+    return found
+
+
 def installed_packages(env: str | os.PathLike) -> dict[str, str]:
     """{canonical name: version} of every distribution installed in the env."""
     packages: dict[str, str] = {}
-    for sp in site_package_dirs(env):
-        try:
-            entries = list(os.scandir(sp))
-        except OSError:
+    for entry in _site_entries(env):
+        if entry.name.endswith(".egg-info"):  # a distribution installed the older way (Debian's, setup.py's)
+            parsed = _egg_info(entry.name)
+            if parsed is not None:
+                packages.setdefault(canonical_name(parsed[0]), parsed[1])
             continue
-        for entry in entries:
-            if entry.name.endswith(".egg-info"):  # a distribution installed the older way (Debian's, setup.py's)
-                parsed = _egg_info(entry.name)
-                if parsed is not None:
-                    packages.setdefault(canonical_name(parsed[0]), parsed[1])
+        if not entry.name.endswith(".dist-info"):
+            continue
+        stem = entry.name[: -len(".dist-info")]
+        name, sep, version = stem.rpartition("-")
+        if not sep or not name or not version:
+            parsed = _from_metadata_file(entry.path)
+            if parsed is None:
                 continue
-            if not entry.name.endswith(".dist-info"):
-                continue
-            stem = entry.name[: -len(".dist-info")]
-            name, sep, version = stem.rpartition("-")
-            if not sep or not name or not version:
-                parsed = _from_metadata_file(entry.path)
-                if parsed is None:
-                    continue
-                name, version = parsed
-            packages[canonical_name(name)] = version
+            name, version = parsed
+        packages[canonical_name(name)] = version
     return dict(sorted(packages.items()))
 
 
@@ -123,20 +129,15 @@ def installers(env: str | os.PathLike) -> dict[str, str]:
     """{canonical name: the tool that installed it} from each ``*.dist-info/INSTALLER`` ("pip",
     "uv", "conda", ...; "" where the file is absent)."""
     found: dict[str, str] = {}
-    for sp in site_package_dirs(env):
-        try:
-            entries = list(os.scandir(sp))
-        except OSError:
+    for entry in _site_entries(env):
+        if not entry.name.endswith(".dist-info"):
             continue
-        for entry in entries:
-            if not entry.name.endswith(".dist-info"):
-                continue
-            try:
-                with open(os.path.join(entry.path, "INSTALLER"), encoding="utf-8", errors="replace") as fh:
-                    tool = fh.read(64).strip()
-            except OSError:
-                tool = ""
-            found[canonical_name(entry.name[: -len(".dist-info")].rpartition("-")[0])] = tool
+        try:
+            with open(os.path.join(entry.path, "INSTALLER"), encoding="utf-8", errors="replace") as fh:
+                tool = fh.read(64).strip()
+        except OSError:
+            tool = ""
+        found[canonical_name(entry.name[: -len(".dist-info")].rpartition("-")[0])] = tool
     return found
 
 
