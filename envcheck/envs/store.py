@@ -142,7 +142,6 @@ class EnvStore:
         (``envs.adopted``): its manifest, baseline and reports live in the home; nothing is
         written inside it."""
         from . import adopted as ad
-        from .verify import take, write as write_baseline
 
         check_name(name)
         found = ad.inspect(given, self.home.root)
@@ -156,11 +155,12 @@ class EnvStore:
                 raise UsageError(f"env {name} already exists", "choose another name, or envcheck env remove it first")
             register_sites(found.path, found.sites, str(found.interpreter))
             packages = installed_packages(found.path)
-            baseline = take(str(found.path), None)
-            data = ad.manifest(name, found, packages, self._frameworks(packages), baseline["digest"])
+            # No file baseline yet (reading every file would cost more than reading the env):
+            # the manifest's packages are the reference, and the first `env verify` checks every
+            # file against its RECORD and keeps the baseline (``verify.adopt``).
+            data = ad.manifest(name, found, packages, self._frameworks(packages))
             staging = self.scratch.path(name, "create")
             staging.mkdir()
-            write_baseline(staging, baseline)
             mf.write_atomic(staging / MANIFEST_NAME, data)
             self.home.envs.mkdir(parents=True, exist_ok=True)
             os.replace(staging, record)

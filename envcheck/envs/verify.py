@@ -1,12 +1,12 @@
 """What is installed in an env against what was installed: drift, file by file.
 
-At the end of every create and add (and of a linked second env) the store takes a
-**baseline** (``envcheck-files.json`` in the env): each distribution's version and the
-sha256 of its ``RECORD``, and each file its ``RECORD`` lists, by size, modification and
-change time, and the hash ``RECORD`` gives it (the wheel's own, checked by the installer when
-the env was made from a lock); each folder holding them by modification time and the names
-in it no ``RECORD`` lists (the venv's own files); each ``__pycache__`` beside a recorded
-source with its pycs (``envs.pycache``); and ``pyvenv.cfg``'s sha256.
+At the end of every create and add (and of a linked second env; an adopted env's at its first
+check) the store takes a **baseline** (``envcheck-files.json``): each distribution's version
+and its ``RECORD``'s sha256, each file its ``RECORD`` lists by size, modification and change
+time and the hash ``RECORD`` gives it (the wheel's own, checked by the installer when the env
+was made from a lock); each folder holding them by modification time and the names in it no
+``RECORD`` lists (the venv's own files); each ``__pycache__`` beside a recorded source with
+its pycs (``envs.pycache``); and ``pyvenv.cfg``'s sha256.
 
 ``verify`` compares now with the baseline:
 
@@ -21,15 +21,13 @@ source with its pycs (``envs.pycache``); and ``pyvenv.cfg``'s sha256.
   source that is not compiled from it (``envs.pycache``: what moved is judged, or, with
   ``hashes``, all); ``pyvenv.cfg`` changed or edited (read whole: it is a few lines).
 
-Files and folders of the env writable by its group or anyone are named apart (``writable``,
-from the stats the check makes anyway): not drift (``clean`` is unchanged), but anyone on the
-machine can change what a training job runs.
+Files and folders writable by the env's group or anyone are named apart (``writable``): not
+drift, but anyone on the machine can change what a training job runs.
 
-The default is that quick check; ``hashes=True`` hashes every file and judges every pyc. A
-file whose times moved but whose bytes are the ones recorded is no drift (hard links made by
-uv's cache or by a linked env move the change time of every env sharing the file): its new
-times are handed back in ``refreshed`` (and bytecode found sound in ``bytecode``) so the store
-can record them, and the next check is quick again.
+The default is that quick check; ``hashes=True`` hashes every file and judges every pyc. A file
+whose times moved but whose bytes are the recorded ones is no drift (hard links of uv's cache
+or of a linked env move the change time of every env sharing it): its new times come back in
+``refreshed`` (sound bytecode in ``bytecode``) for the store to record: the next check is quick.
 """
 from __future__ import annotations
 
@@ -258,23 +256,27 @@ def _named(packages: dict, shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def verify(env_dir: str, baseline: dict[str, Any], hashes: bool = False) -> Drift:
-    """Compare the env now with ``baseline`` (see the module docstring)."""
-    drift = Drift("hashes" if hashes else "quick")
-    root = os.path.join(env_dir, "")
-    now = installed_packages(env_dir)
-    before = {name: d["version"] for name, d in baseline["dists"].items()}
-    moved = set()
+def packages_since(before: dict[str, str], now: dict[str, str], mode: str = "packages") -> Drift:
+    """The packages added, changed and removed from ``before`` to ``now`` ({name: version})."""
+    drift = Drift(mode)
     for name, version in now.items():
         if name not in before:
             drift.packages["added"][name] = version
         elif before[name] != version:
             drift.packages["changed"][name] = {"from": before[name], "to": version}
-            moved.add(name)
     for name, version in before.items():
         if name not in now:
             drift.packages["removed"][name] = version
-            moved.add(name)
+    return drift
+
+
+def verify(env_dir: str, baseline: dict[str, Any], hashes: bool = False) -> Drift:
+    """Compare the env now with ``baseline`` (see the module docstring)."""
+    drift = packages_since({name: d["version"] for name, d in baseline["dists"].items()},
+                           installed_packages(env_dir), "hashes" if hashes else "quick")
+    root = os.path.join(env_dir, "")
+    before = {name: d["version"] for name, d in baseline["dists"].items()}
+    moved = set(drift.packages["changed"]) | set(drift.packages["removed"])
     lstat = os.lstat
     for name, d in baseline["dists"].items():
         if name in moved:

@@ -107,6 +107,8 @@ def _drift(info):
     from ..envs import verify
 
     baseline = verify.read(str(info.record_dir))
+    if baseline is None and info.adopted:  # no file baseline until its first `env verify`: its packages then
+        return verify.packages_since(info.manifest.get("packages") or {}, info.packages)
     return None if baseline is None else verify.verify(str(info.path), baseline)
 
 

@@ -25,8 +25,9 @@ def verified(result) -> str:
         compiled = f", {drift.compiled} pyc(s) compiled" if drift.compiled else ""
         lines = [head + f"no drift ({drift.checked} files, {drift.hashed} hashed{compiled}, {drift.mode})"]
         if result.adopted:
-            lines.append("it had no baseline (made by an older envcheck): every file was checked against its "
-                         "RECORD, and the baseline is kept from now on")
+            first = ("the first check since it was adopted" if result.env.adopted
+                     else "it had no baseline (made by an older envcheck)")
+            lines.append(f"{first}: every file was checked against its RECORD, and the baseline is kept from now on")
         return safe("\n".join(lines + _writable(result)))
     lines = [head + f"DRIFT: {drift.summary()}"]
     if drift.bytecode_note:

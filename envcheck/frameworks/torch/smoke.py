@@ -38,9 +38,7 @@ def start(job):
 
 def _tensor(torch, data):
     """numpy's array, or the rows of an env without numpy, as a float32 tensor."""
-    if isinstance(data, list):
-        return torch.tensor(data, dtype=torch.float32)
-    return torch.from_numpy(data)
+    return torch.tensor(data, dtype=torch.float32) if isinstance(data, list) else torch.from_numpy(data)
 
 
 def _arch_flags(torch):
