@@ -452,3 +452,27 @@ def test_a_package_a_pip_install_added_is_recorded_or_taken_out_not_the_env_rema
     fix = r.json()["fix"]
     assert fix.startswith("record them: envcheck env add dl gamma==1.0; or take them out again: ")
     assert "pip uninstall -y gamma" in fix and "env remove" not in fix
+
+
+def test_the_env_lock_excludes_a_second_holder_and_is_gone_with_its_process(tmp_path):
+    from envcheck.envs.envlock import EnvLock, Timeout
+
+    path = tmp_path / "e.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from envcheck.envs.envlock import EnvLock; "
+                               f"EnvLock({str(path)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(Timeout):
+            EnvLock(path).acquire(timeout=0.3, poll_interval=0.05)
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = EnvLock(path)
+    lock.acquire(timeout=2)  # a killed holder holds nothing
+    path.unlink()  # removed while held: the next one takes the file that is there now
+    other = EnvLock(path)
+    other.acquire()
+    assert other.is_locked and path.exists()
+    lock.release()
+    other.release()

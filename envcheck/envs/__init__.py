@@ -11,7 +11,7 @@ installer's output read as progress (``install_output``); the home's shared fold
 commands running at once (``shared``).
 
 May import: ``envcheck.errors``, ``atomic``, ``paths``, ``processes`` (and ``child_env``),
-``progress``, ``results``, ``distributions``, ``durations`` (``ENVCHECK_INDEX_TIMEOUT``), ``packaging``, ``filelock``, ``jupyter_core``
+``progress``, ``results``, ``distributions``, ``durations`` (``ENVCHECK_INDEX_TIMEOUT``), ``packaging``, ``jupyter_core``
 (Jupyter's folders). Never NVML, a framework, ``frameworks``, ``validation``, ``usecases`` or
 ``cli``: the manifest's ``frameworks`` field is named by a function the caller hands the store
 (``EnvStore(frameworks_of=...)``; the use cases pass ``frameworks.detect``), and names are

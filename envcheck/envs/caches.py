@@ -170,7 +170,7 @@ def _own_cache(home: Home) -> Path:
 def every_env_locked(home: Home, wait: float) -> Iterator[None]:
     """Hold the lock of every env that has one (no change of any env runs meanwhile); one
     held by another process for more than ``wait`` seconds in all is an OperationError."""
-    from filelock import FileLock, Timeout
+    from .envlock import EnvLock, Timeout
 
     deadline = time.monotonic() + wait
     try:
@@ -180,7 +180,7 @@ def every_env_locked(home: Home, wait: float) -> Iterator[None]:
         paths = []
     with ExitStack() as held:
         for path in paths:
-            lock = FileLock(str(path))
+            lock = EnvLock(path)
             try:
                 lock.acquire(timeout=max(deadline - time.monotonic(), 0), poll_interval=0.1)
             except Timeout:

@@ -188,12 +188,12 @@ class EnvStore:
         """The env's lock, kept outside the env folder; held by another process = BusyError.
 
         A lock file this command made goes again when the command fails on bad input."""
-        from filelock import FileLock, Timeout
+        from .envlock import EnvLock, Timeout
 
         self.home.locks.mkdir(parents=True, exist_ok=True)
         path = self.home.lock(name)
         fresh = not path.exists()
-        lock = FileLock(str(path), timeout=0)
+        lock = EnvLock(path)
         try:
             lock.acquire()
         except Timeout:

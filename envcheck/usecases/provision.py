@@ -277,9 +277,9 @@ def _compare(info: EnvInfo, preset: Preset) -> Outcome:
 
 def _wait_unlocked(store: EnvStore, name: str, deadline: float) -> bool:
     """Block until no process holds env ``name``'s lock, or the deadline passes (False)."""
-    from filelock import FileLock, Timeout
+    from ..envs.envlock import EnvLock, Timeout
 
-    lock = FileLock(str(store.home.lock(name)))
+    lock = EnvLock(store.home.lock(name))
     try:
         lock.acquire(timeout=max(deadline - time.monotonic(), 0), poll_interval=0.2)
     except Timeout:
