@@ -46,7 +46,9 @@ def test_a_cpu_only_build_ranks_above_a_gpu_build_that_cant_use_a_gpu(home, whee
     assert ranking(r) == [("b-cpu", "cpu"), ("a-gpu", "cpu")]
     assert r.json()["ranking"][1]["why_cpu"] == "no-gpu"
     text = envcheck(env, "select").out
-    assert "cpu (no-gpu)" in text
+    # its tier, its build and its validation said apart: no "cpu (failed)" or "cpu (no-gpu)" shorthand
+    row = next(line for line in text.splitlines() if "a-gpu" in line)
+    assert "cpu (GPU build)" in row and "never validated" in row and "no usable GPU here" in row
 
 
 def test_an_unknown_gpu_is_exit_2_with_or_without_the_smoke(home, wheelhouse, fake_nvml):
