@@ -61,7 +61,7 @@ def test_health_fields_and_versions(fake_nvml: FakeNvml, home: Path, wheelhouse:
     assert "/opt/conda" not in out  # a process's name, never its path
     envs = out.split("### Envs")[1]
     assert "| tf | ready | tensorflow-cpu 2.21.0 |" in envs and "| quick |" in envs
-    assert "### Validated now: env tf, verdict **ready**" in out
+    assert "### Validated now: env tf, verdict **degraded**" in out  # a CPU build beside a usable GPU
 
 
 def test_a_stored_verdict_that_no_longer_holds_is_shown_out_of_date(fake_nvml: FakeNvml, home: Path,
@@ -76,7 +76,7 @@ def test_a_stored_verdict_that_no_longer_holds_is_shown_out_of_date(fake_nvml: F
     # on another driver, the doctor validates its env again; the other's verdict is old news
     later = doctor_markdown(fake_nvml, home, [HEALTHY], FAKE_NVML_DRIVER="555.42.02")
     rows = {line.split("|")[1].strip(): line for line in later.split("### Envs")[1].splitlines() if line.startswith("| ")}
-    assert "| out of date (ready; NVIDIA driver changed since) |" in rows[other]
+    assert "| out of date (degraded; NVIDIA driver changed since) |" in rows[other]
     assert "out of date" not in rows[validated]
 
 

@@ -182,8 +182,8 @@ def test_doctor_with_no_env_says_so_and_what_to_create(home):
 def test_check_ready_carries_the_stored_verdict_and_the_env_not_ready_the_gates_reason():
     assert envelope_of(judge("tf", report("tf", PASSED).to_json(), True, False, 0)) == expect(
         "ready", ready_envs=["tf"])
-    assert envelope_of(judge("tf", report("tf", WARNED).to_json(), True, True, 1)) == expect(
-        "degraded", ready_envs=["tf"])
+    assert envelope_of(judge("tf", report("tf", WARNED).to_json(), True, True, 1)) == expect(  # its warning, never null
+        "degraded", "env tf: speedup: the GPU is slower than the CPU", "check the GPU's clocks", ["tf"])
     failed = judge("tf", report("tf", FAILED).to_json(), False, False, 0)
     assert envelope_of(failed) == expect("not-ready", "libraries: libcudnn.so.8 missing",
                                          "envcheck env add tf nvidia-cudnn-cu11", [])
@@ -321,7 +321,8 @@ def test_the_stored_pass_answer_prints_clicks_document_envelope_included(cli, ho
     assert documents[0] == documents[1]
     answer = dict(documents[0][ENVELOPE_KEY])
     place = answer.pop("node")
-    assert answer == expect("ready", ready_envs=["tf"])
+    assert answer["verdict"] == "degraded" and answer["ready_envs"] == ["tf"]  # a CPU build beside the A100
+    assert "will ignore this host's 1 GPU(s)" in answer["problem"]
     (identity,) = place["envs"]  # the env as the fleet compares it, the same on either path
     assert (identity["name"], identity["lock"], identity["packages"]) == ("tf", None, {"tensorflow-cpu": "2.21.0"})
     assert identity["digest"].startswith("sha256:")

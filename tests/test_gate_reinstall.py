@@ -46,7 +46,7 @@ def test_ensure_ready_survives_reinstalling_envcheck_regular_then_editable(home,
 
     def answers() -> None:
         out = gate_in_env(env_python, no_home, tmp_path)
-        assert out["verdict"] == "ready" and out["foreign"] == [] and out["not_ready_fix"]
+        assert out["verdict"] in ("ready", "degraded") and out["foreign"] == [] and out["not_ready_fix"]
 
     answers()
     wheel = next((tmp_path / "wheels").glob("envcheck-*.whl"))
@@ -92,7 +92,7 @@ def test_an_older_envchecks_link_is_repaired_by_the_next_command(gated, gated_ho
     assert envcheck(gated, "check", "--env", "tf", "--json").json()["cached"]
     assert not (lib / "envcheck").is_symlink()
     out = gate_in_env(python, env, tmp_path)
-    assert out["verdict"] == "ready" and out["foreign"] == []
+    assert out["verdict"] in ("ready", "degraded") and out["foreign"] == []
 
 
 def test_a_gone_interpreter_is_said_with_its_fix(gated, gated_home, tmp_path):
@@ -109,5 +109,5 @@ def test_a_gone_interpreter_is_said_with_its_fix(gated, gated_home, tmp_path):
     assert "is gone" in reason and "envcheck env list" in fix
     assert envcheck(gated, "env", "list").code == 0  # any command points the env at this envcheck
     assert (home / "lib" / "envcheck-python").read_text() == sys.executable
-    assert gate_in_env(python, env, tmp_path)["verdict"] == "ready"
+    assert gate_in_env(python, env, tmp_path)["verdict"] in ("ready", "degraded")
     assert os.path.isfile(home / "lib" / "envcheck" / "__init__.py")

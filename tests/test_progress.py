@@ -33,7 +33,7 @@ TINY = ('title = "tiny"\ndescription = ""\nkind = "cpu"\nframework = "tensorflow
         'requires-python = ">=3.8"\npackages = [{packages}]\n')
 
 # A `tensorflow` that imports and describes its build, so the smoke runner gets as far as
-# each device; the fit itself then fails there (the env has no numpy), as a result per device.
+# each device; the fit itself then fails there (the stand-in has no tf.device), as a result per device.
 STANDIN_TF = '''
 __version__ = "2.21.0"
 
@@ -302,9 +302,9 @@ def test_validate_shows_each_device_as_it_starts_and_ends(standin_home, standin)
         "envcheck: env s: checking host, compat, integrity, libraries",
         "envcheck: env s: starting tensorflow for the smoke fit on cpu:0, cpu:1",
         "envcheck: env s: cpu:0: smoke fit",
-        "envcheck: env s: cpu:0: fail, ModuleNotFoundError: No module named 'numpy'",
+        "envcheck: env s: cpu:0: fail, AttributeError: module 'tensorflow' has no attribute 'device'",
         "envcheck: env s: cpu:1: smoke fit",
-        "envcheck: env s: cpu:1: fail, ModuleNotFoundError: No module named 'numpy'",
+        "envcheck: env s: cpu:1: fail, AttributeError: module 'tensorflow' has no attribute 'device'",
         "envcheck: env s: multi-replica: smoke fit",
         f"envcheck: env s: not-ready in {said[-1].rpartition(' in ')[2]}",
     ]
@@ -409,7 +409,8 @@ def test_a_notice_reaches_stderr_through_the_sessions_observer_prefixed_once(hom
     monkeypatch.setattr("envcheck.validation.reports.store_report", read_only)
     monkeypatch.setattr(Session, "_to_store", lambda self, info, report: report)
     session = Session(Home(home), host=object(), observer=Notices())
-    assert session.validate_and_store(SimpleNamespace(name="tf", path=home), smoke=False) == "report"
+    info = SimpleNamespace(name="tf", path=home, state="ready", adopted=None, records=None)
+    assert session.validate_and_store(info, smoke=False) == "report"
     err = capsys.readouterr().err
     assert err == (f"envcheck: the report of env tf was not stored: Read-only file system "
                    f"({Home(home).report('tf')})\n")

@@ -58,6 +58,11 @@ class GateResult(Result):
         if self.health_problem is not None:
             return envelope("degraded", *self.health_problem, [self.env], facts)
         verdict = freshness.verdict_without_health(self.report)
+        if verdict == "degraded":  # its first warning (health aside: read now, above), never null
+            warned = next((c for c in self.report.get("checks") or [] if isinstance(c, dict)
+                           and c.get("status") == "warn" and c.get("id") != "health"), {})
+            problem = f"env {self.env}: {warned['id']}: {warned.get('summary')}" if warned.get("id") else None
+            return envelope("degraded", problem, warned.get("fix"), [self.env], facts)
         return envelope(verdict if verdict in OK_VERDICTS else "ready", ready_envs=[self.env], node_facts=facts)
 
     def body(self) -> dict:
