@@ -243,6 +243,11 @@ WORDINGS = [
     ("uv-resolution-conflict", "  × No solution found when resolving dependencies for split (python_full_version >= '3.12'):"),
     ("wheel-platform-mismatch", "ERROR: torch-2.1.0-cp311-cp311-win_amd64.whl is not a supported wheel on this platform."),
     ("nvml-smi-library-version-mismatch", "Mismatch in versions between nvidia-smi and NVML."),
+    ("nvml-insufficient-resources", "Unable to create a GPU instance on GPU 0 using profile 9: Insufficient Resources"),
+    ("slurm-gres-conf-syntax", "slurmd: fatal: Invalid GRES record for gpu, count does not match File value"),
+    ("slurm-gres-count-mismatch", "Reason=gres/gpu count too low (0 < 4) [slurm@2026-01-01T00:00:00]"),
+    ("cublas-internal-error", "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasCreate(handle)`"),
+    ("cuda-out-of-memory", "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 4,194,304 bytes (allocated so far: 0 bytes)."),
 ]
 
 WRAPPERS = [  # (tool, line, the code recognised inside)

@@ -138,6 +138,9 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
         code = Code(title, name, item.get("number"), message, meaning, entry_id)
         built.codes.append(code)
         built.names.setdefault(name.lower(), code)
+        for other in (item.get(k) for k in enum.get("names_from", ())):
+            if other:
+                built.names.setdefault(other.lower(), code)
         texts = [message, *wordings.get(name, ()), *(item.get(k) for k in enum.get("wordings_from", ()))]
         if enum.get("derive_messages"):  # a library without a string function: its name's words
             texts.append(kebab(name, enum["strip"]).replace("-", " "))
@@ -207,7 +210,8 @@ def _nccl_warns(built: Tables, spec: dict[str, Any], data: dict[str, Any]) -> No
         entry_id = results.get(item.get("result_nearby") or "", rule["default"])
         code = Code("NCCL WARN", item["name"], None, item["format"].split("\n")[0], item.get("result_nearby"),
                     entry_id)
-        _add_format(built, code, item["format"], context="nccl warn")
+        _add_format(built, code, item["format"], context="nccl warn",
+                    short=(rule["long_literal"], rule["short_requires"]))
 
 
 def _messages(built: Tables, spec: dict[str, Any], file: str, data: dict[str, Any]) -> None:
@@ -224,7 +228,8 @@ def _messages(built: Tables, spec: dict[str, Any], file: str, data: dict[str, An
 
 
 def _add_format(built: Tables, code: Code, text: str, context: str | None = None,
-                requires: str | None = None, whole: bool = True) -> None:
+                requires: str | None = None, whole: bool = True,
+                short: tuple[int, str] | None = None) -> None:
     """``text`` (its first line) as a ``Format``; a fragment of a multi-line message (``whole``
     False) only when its literal is long enough to stand for it."""
     line = text.split("\n")[0].strip()
@@ -240,6 +245,8 @@ def _add_format(built: Tables, code: Code, text: str, context: str | None = None
         key = ""
     if not key and context is None:
         return
+    if short and len(key) < short[0]:  # a short wording counts only beside its tool's name
+        requires = short[1]
     pattern = "".join(_piece(p) + (r".{0,160}?" if i < len(pieces) - 1 else "") for i, p in enumerate(pieces))
     built.formats.append(Format(code, pattern, key, context, requires))
     built.codes.append(code)

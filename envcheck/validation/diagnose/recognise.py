@@ -112,6 +112,9 @@ class ContextRecogniser:
 
     def __init__(self, spec: dict[str, Any], built: Tables):
         self.keys = tuple(spec["keys"])
+        self.number_keys = set(spec.get("number_keys", self.keys))
+        self.region = spec.get("region", REGION)
+        self.colon_below = spec.get("colon_below", 0)
         self.enumerations = spec["enumerations"]
         texts: dict[str, Code] = {}
         for name in self.enumerations:  # the first enumeration's code where two print the same text
@@ -127,19 +130,21 @@ class ContextRecogniser:
         for key in self.keys:
             start = low.find(key) if key in keys else -1
             while start >= 0:
-                hit = self._after(line, low, start)
+                hit = self._after(line, low, start, key in self.number_keys, start + len(key))
                 if hit:
                     return hit
                 start = low.find(key, start + 1)
         return None
 
-    def _after(self, line: str, low: str, start: int) -> Hit | None:
-        end = min(len(line), start + REGION)
+    def _after(self, line: str, low: str, start: int, numbers: bool, key_end: int) -> Hit | None:
+        end = min(len(line), start + self.region)
         match = self.search(low, max(0, start - 1), end) if self.search else None
+        if match and len(match.group()) < self.colon_below and ":" not in low[key_end:match.start()]:
+            match = None
         if match:
             code = self.messages[match.group()]
             return Hit(catalogue_by_id()[code.entry], code, 2, match.start(), match.end())
-        for order, pattern in self.numbers:
+        for order, pattern in self.numbers if numbers else ():
             found = pattern.search(line, start, end)
             code = found and self._number(int(found.group("num")), order)
             if code:
