@@ -206,7 +206,11 @@ def _xids(built: Tables, spec: dict[str, Any], data: dict[str, Any]) -> None:
 def _nccl_warns(built: Tables, spec: dict[str, Any], data: dict[str, Any]) -> None:
     results = {code.name: code.entry for code in built.codes if code.enumeration == "ncclResult_t"}
     rule = spec["nccl_warn"]
-    for item in data["entries"]:
+    seen: set[str] = set()
+    for item in data["entries"]:  # newest release first: an older copy of the same wording adds nothing
+        if item["format"] in seen:
+            continue
+        seen.add(item["format"])
         entry_id = results.get(item.get("result_nearby") or "", rule["default"])
         code = Code("NCCL WARN", item["name"], None, item["format"].split("\n")[0], item.get("result_nearby"),
                     entry_id)
@@ -249,7 +253,6 @@ def _add_format(built: Tables, code: Code, text: str, context: str | None = None
         requires = short[1]
     pattern = "".join(_piece(p) + (r".{0,160}?" if i < len(pieces) - 1 else "") for i, p in enumerate(pieces))
     built.formats.append(Format(code, pattern, key, context, requires))
-    built.codes.append(code)
 
 
 def _piece(text: str) -> str:
