@@ -248,6 +248,7 @@ WORDINGS = [
     ("slurm-gres-count-mismatch", "Reason=gres/gpu count too low (0 < 4) [slurm@2026-01-01T00:00:00]"),
     ("cublas-internal-error", "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasCreate(handle)`"),
     ("cuda-out-of-memory", "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 4,194,304 bytes (allocated so far: 0 bytes)."),
+    ("cudnn-execution-failed", "tensorflow.python.framework.errors_impl.InternalError: cuDNN launch failure : input shape ([1,64,64,3])"),
 ]
 
 WRAPPERS = [  # (tool, line, the code recognised inside)
