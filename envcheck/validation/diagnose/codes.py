@@ -51,11 +51,13 @@ class Code:
 class Format:
     """A printf-style wording (a WARN line, a host or platform message): ``pattern`` is its first
     line as a bounded regular expression, ``key`` its longest literal (lower case; empty when
-    too short to search for: then only ``context`` finds it)."""
+    too short to search for: then only ``context`` finds it), ``literal`` the longest word of it
+    (a line without it is not tried)."""
 
     code: Code
     pattern: str
     key: str
+    literal: str
     context: str | None = None
     requires: str | None = None
 
@@ -241,6 +243,7 @@ def _add_format(built: Tables, code: Code, text: str, context: str | None = None
         line = line[len("NVRM: "):].strip()
     pieces = FORMAT_SPEC.split(line)
     key = max((p.strip().lower() for p in pieces), key=len, default="")
+    literal = max(key.split() or [""], key=len)  # a word every match holds, whatever its spacing
     if len(key) < MIN_CONTEXT_LITERAL:  # nothing but fields: any text would match it
         return
     if len(key) < MIN_LITERAL:
@@ -252,7 +255,7 @@ def _add_format(built: Tables, code: Code, text: str, context: str | None = None
     if short and len(key) < short[0]:  # a short wording counts only beside its tool's name
         requires = short[1]
     pattern = "".join(_piece(p) + (r".{0,160}?" if i < len(pieces) - 1 else "") for i, p in enumerate(pieces))
-    built.formats.append(Format(code, pattern, key, context, requires))
+    built.formats.append(Format(code, pattern, key, literal, context, requires))
 
 
 def _piece(text: str) -> str:

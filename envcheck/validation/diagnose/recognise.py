@@ -208,8 +208,8 @@ class FormatRecogniser:
         self.formats, self.keys = list(formats), keys
 
     def find(self, line: str, low: str, keys: set[str]) -> Hit | None:
-        for item in self.formats:
-            if (item.key or item.context) not in keys:
+        for item in self.formats:  # a wording's regex runs only where its literal is on the line
+            if (item.key or item.context) not in keys or item.literal not in low:
                 continue
             if item.requires and item.requires not in low:
                 continue

@@ -45,8 +45,8 @@ class Automaton:
     of an alternation at every position, so one trie per first byte (at most one per character a
     key starts with, whatever the number of keys) costs a fraction of one trie of everything.
 
-    ``lines``: the start of every line holding a key; ``keys``: every key a line holds, overlapping
-    ones included (the longest at each position, and the keys that are its prefixes)."""
+    ``lines``: every line holding a key, with every key it holds, overlapping ones included (the
+    longest at each position, and the keys that are its prefixes)."""
 
     def __init__(self, keys: list[str]):
         encoded = sorted({k.encode("ascii") for k in keys if k})
@@ -56,24 +56,20 @@ class Automaton:
         self.prefixes = {key: [key[:n].decode() for n in range(1, len(key) + 1) if key[:n] in known]
                          for key in encoded}
 
-    def lines(self, low: bytes) -> list[int]:
-        starts: set[int] = set()
+    def lines(self, low: bytes) -> dict[int, set[str]]:
+        """Each line of ``low`` holding a key (by where it starts) -> every key it holds."""
+        found: dict[int, set[str]] = {}
         for search in self.searches:
             match = search(low)
             while match is not None:
                 start = low.rfind(b"\n", 0, match.start()) + 1
-                starts.add(start)
                 end = low.find(b"\n", match.end())
-                match = search(low, end) if end >= 0 else None
-        return sorted(starts)
-
-    def keys(self, low: bytes) -> set[str]:
-        found: set[str] = set()
-        for search in self.searches:
-            match = search(low)
-            while match is not None:
-                found.update(self.prefixes[match.group()])
-                match = search(low, match.start() + 1)
+                end = len(low) if end < 0 else end
+                keys = found.setdefault(start, set())
+                while match is not None:  # every key of this trie on the line, overlapping ones too
+                    keys.update(self.prefixes[match.group()])
+                    match = search(low, match.start() + 1, end)
+                match = search(low, end)
         return found
 
 
@@ -93,16 +89,17 @@ class Scan:
     def window(self, first_line: int, data: bytes) -> None:
         lower = data.lower()
         number, counted = first_line, 0
-        for start in self.automaton.lines(lower):
+        found = self.automaton.lines(lower)
+        for start in sorted(found):
             number += lower.count(b"\n", counted, start)
             counted = start
             end = lower.find(b"\n", start)
             end = len(lower) if end < 0 else end
-            self._line(number, data[start:end], lower[start:end])
+            self._line(number, data[start:end], found[start])
 
-    def _line(self, number: int, raw: bytes, low: bytes) -> None:
+    def _line(self, number: int, raw: bytes, keys: set[str]) -> None:
         line = raw.decode("utf-8", "replace")
-        hit = self.recognisers.classify(line, self.automaton.keys(low))
+        hit = self.recognisers.classify(line, keys)
         if hit is not None and hit.entry.id not in self.first:
             self.first[hit.entry.id] = (number, line, hit)
 
