@@ -18,6 +18,12 @@ from .options import JSON
 def diagnose(ctx, log: str, as_json: bool) -> None:
     """Find known GPU/CUDA failures in a log FILE (or stdin: -), each with its cause and fix.
 
+    Every code of the GPU stack's error enumerations is recognised (CUDA runtime and driver,
+    NVML, cuDNN, cuBLAS and the other CUDA libraries, NCCL, Xid, HIP, the loader, the kernel
+    module, the container toolkit, Fabric Manager, MIG, Slurm, Kubernetes), by name, message or
+    number, inside whatever framework printed it; each finding names the code. One cause per line:
+    where the line alone cannot tell, the finding lists the possible causes and what to look at.
+
     The log is streamed, so its size doesn't matter (up to 4 GiB; input with no line break in
     64 MiB is not a text log and is refused). Exit 1 when an error was found, 0 when none was, 2
     when the log can't be read.

@@ -281,11 +281,24 @@ def render_finding(finding, n: int) -> str:
     lines = [
         f"{n}. [{finding.severity}] {finding.id}: {finding.title}",
         f"  line {finding.line_number}: {finding.line}",
-        f"  cause: {finding.cause}",
-        f"  fix: {finding.fix}",
     ]
+    if finding.code:
+        lines.append(f"  code: {_code(finding.code)}")
+    lines.append(f"  cause: {finding.cause}")
+    if finding.ambiguous:  # the line alone cannot tell: the candidates and what decides, no assertion
+        lines.append("  could be: " + "; or ".join(finding.possible_causes))
+        lines.append(f"  look at: {finding.look_at}")
+    lines.append(f"  fix: {finding.fix}")
     lines += [f"  see: {link}" for link in finding.links[:2]]
     return "\n".join(lines)
+
+
+def _code(code: dict) -> str:
+    """``cudaErrorUnknown (999): unknown error``: the code a finding recognised, as its enumeration
+    names it."""
+    number = f" ({code['number']})" if code.get("number") is not None else ""
+    text = code.get("message") or code.get("meaning")
+    return f"{code['name']}{number}" + (f": {text}" if text and text != code["name"] else "")
 
 
 def env_listing(result) -> str:

@@ -1,8 +1,15 @@
-"""Known "GPU not seen / not usable" failures in a log: message pattern -> cause -> fix.
+"""Known GPU-stack failures in a log: each line recognised by the code or message it carries -> one
+cause -> its fix.
 
-The catalogue is ``envcheck/data/catalogue.json`` (reference/diagnosis-catalogue.md as data,
-plus the messages people hit in the frameworks', NCCL, container and kernel logs, each
-with the public threads where its cause was settled), read once.
+What is recognised (``catalogue``): the hand-written causes of ``envcheck/data/catalogue.json``
+(framework wordings, installs, containers, schedulers, Apple MPS, CPU-only builds), and every code
+of the GPU stack's published error enumerations (``envcheck/data/enumerations``: CUDA runtime and
+driver, NVML, cuDNN, cuBLAS/cuFFT/cuSOLVER/cuSPARSE/cuRAND, NCCL and its WARN lines, the Xid
+catalogue, HIP, the loader's, the kernel module's and the container toolkit's messages), each
+code tied to its cause by ``envcheck/data/diagnose_codes.json`` (``codes``). A line gives one
+finding: where several entries fit, the most specific wins (``recognise``); where the line alone
+cannot tell the cause (a bare ``out of memory``), the finding is ``ambiguous``: it lists the
+possible causes and says what else to look at, and asserts none.
 
 Diagnosis takes time linear in the log's size and memory bounded whatever the log:
 
@@ -10,9 +17,10 @@ Diagnosis takes time linear in the log's size and memory bounded whatever the lo
   longer than a window comes in pieces that repeat the last ``OVERLAP`` bytes of the piece
   before, and since no pattern's match is longer than ``OVERLAP`` (the catalogue bounds every
   repetition), a match across a cut is found in the next piece;
-- each window is searched for the catalogue's literals first (``bytes.find`` on the
-  lower-cased window: a C loop, no backtracking); a pattern runs only on a line holding one
-  of its entry's literals, and an entry already found is not searched for again;
+- each window is searched once for all the catalogue's keys together (one regular expression
+  built as a trie of every literal, name and message: a combined automaton whose cost per byte
+  does not grow with the number of keys, ``scan``); only a line holding a key is recognised, and
+  only the entries owning the keys it holds are tried on it;
 - every repetition in a pattern is bounded, so a pattern runs in time linear in the line;
 - input is read up to ``MAX_BYTES``, and a run of ``MAX_RUN`` bytes with no line break (``\\n`` or
   ``\\r``) is refused as not a text log: an endless stream without newlines (``/dev/zero``, a
@@ -28,16 +36,13 @@ line's break would fall.
 from __future__ import annotations
 
 import io
-import json
 import os
-import re
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any, BinaryIO, ClassVar, Iterator
 
-from ..errors import UsageError
-from ..results import Result
+from ...errors import UsageError
+from ...results import Result
+from .catalogue import Entry, catalogue
 
 WINDOW = 1 << 20  # bytes read at a time; a window holds at most about two of them
 OVERLAP = 4096  # bytes repeated between the pieces of a long line: more than any match
@@ -47,33 +52,15 @@ MAX_RUN = 64 << 20  # bytes with no line break (LF or CR) after which input is n
 
 
 @dataclass(frozen=True)
-class Entry:
-    """One catalogue entry. ``number`` is its place in the reference (None if not there).
-    ``literals``: lower-case bytes, one of which every match of ``patterns`` contains.
-    ``generic``: reported for a line only when no other entry explains that line."""
-
-    id: str
-    number: int | None
-    title: str
-    severity: str  # "error" | "info"
-    patterns: tuple[re.Pattern[str], ...]
-    literals: tuple[bytes, ...]
-    cause: str
-    fix: str
-    links: tuple[str, ...]
-    generic: bool = False
-
-    def search(self, line: str) -> re.Match[str] | None:
-        for pattern in self.patterns:
-            match = pattern.search(line)
-            if match:
-                return match
-        return None
-
-
-@dataclass(frozen=True)
 class Finding:
-    """A catalogue entry found in a log: where first (1-based line number) and the line."""
+    """A catalogue entry found in a log: where first (1-based line number) and the line.
+
+    ``code``: the code recognised on the line ({"enumeration", "name", "number", "message",
+    "meaning"}; None for a wording that is no enumeration's). ``ambiguous``: the line alone
+    cannot tell the cause; ``possible_causes`` lists the candidates (``possible_ids``: those
+    that are catalogue entries) and ``look_at`` says what decides, and no cause is asserted.
+    ``refines``: the broader catalogue id this finding is a kind of (a consumer matching on
+    an older, coarser id keeps working)."""
 
     id: str
     number: int | None
@@ -84,6 +71,12 @@ class Finding:
     links: tuple[str, ...]
     line_number: int
     line: str
+    code: dict[str, Any] | None = None
+    ambiguous: bool = False
+    possible_causes: tuple[str, ...] = ()
+    possible_ids: tuple[str, ...] = ()
+    look_at: str | None = None
+    refines: str | None = None
 
 
 @dataclass
@@ -109,22 +102,6 @@ class Diagnosis(Result):
                 "bytes_read": self.bytes_read, "findings": [asdict(f) for f in self.findings]}
 
 
-@lru_cache(maxsize=1)
-def catalogue() -> tuple[Entry, ...]:
-    """The catalogue entries, patterns compiled, in the reference's order."""
-    text = resources.files("envcheck").joinpath("data", "catalogue.json").read_text("utf-8")
-    return tuple(_entry(e) for e in json.loads(text)["entries"])
-
-
-def _entry(e: dict[str, Any]) -> Entry:
-    literals = tuple(literal.encode("ascii") for literal in e["literals"])
-    if not literals or any(not lit or lit != lit.lower() for lit in literals):
-        raise ValueError(f"catalogue entry {e['id']}: literals must be non-empty and lower-case")
-    return Entry(e["id"], e["number"], e["title"], e["severity"],
-                 tuple(re.compile(p) for p in e["patterns"]), literals, e["cause"], e["fix"],
-                 tuple(e["links"]), e.get("generic", False))
-
-
 def diagnose(text: str) -> list[Finding]:
     """Each known cause in ``text`` once, in order of its first line (catalogue order within a
     line), with that line."""
@@ -146,13 +123,13 @@ def diagnose_file(path: str) -> Diagnosis:
 
 def diagnose_stream(stream: BinaryIO, source: str) -> Diagnosis:
     """The known failures in a binary stream, read in bounded windows (see the module doc)."""
+    from .scan import Scan
+
     reader = _Reader(stream, source)
-    scan = _Scan(catalogue())
+    scan = Scan()
     for first_line, window in _windows(reader):
         scan.window(first_line, window)
-        if scan.done:
-            break
-    return Diagnosis(source, scan.findings, reader.lines, reader.bytes)
+    return Diagnosis(source, scan.findings(finding), reader.lines, reader.bytes)
 
 
 class _Reader:
@@ -223,66 +200,11 @@ def _windows(reader: _Reader) -> Iterator[tuple[int, bytes]]:
         yield line, pending
 
 
-class _Scan:
-    """The findings so far; ``window`` adds those of the next window of the log."""
-
-    def __init__(self, entries: tuple[Entry, ...]):
-        self.entries = entries
-        self.findings: list[Finding] = []
-        self.found: set[int] = set()
-        owners: dict[bytes, list[int]] = {}
-        for index, entry in enumerate(entries):
-            for literal in entry.literals:
-                owners.setdefault(literal, []).append(index)
-        self.owners = owners
-
-    @property
-    def done(self) -> bool:
-        return len(self.found) == len(self.entries)
-
-    def window(self, first_line: int, data: bytes) -> None:
-        lower = data.lower()
-        first: dict[int, tuple[int, re.Match[str], str]] = {}  # entry -> (line start, match, line)
-        for literal, owners in self.owners.items():
-            todo = [i for i in owners if i not in self.found]
-            pos = lower.find(literal) if todo else -1
-            while pos >= 0:
-                start = lower.rfind(b"\n", 0, pos) + 1
-                todo = [i for i in todo if i not in first or first[i][0] > start]
-                if not todo:
-                    break
-                end = lower.find(b"\n", pos)
-                end = len(lower) if end < 0 else end
-                line = data[start:end].decode("utf-8", "replace")
-                for i in todo:
-                    match = self._match(i, line)
-                    if match:
-                        first[i] = (start, match, line)
-                pos = lower.find(literal, end)
-        for i, (start, match, line) in sorted(first.items(), key=lambda item: (item[1][0], item[0])):
-            e = self.entries[i]
-            self.found.add(i)
-            self.findings.append(Finding(e.id, e.number, e.title, e.severity, e.cause, e.fix,
-                                         e.links, first_line + lower.count(b"\n", 0, start),
-                                         _shown(line, match)))
-
-    def _match(self, index: int, line: str) -> re.Match[str] | None:
-        match = self.entries[index].search(line)
-        if match and self.entries[index].generic and any(
-                not e.generic and e.search(line) for e in self.entries):
-            return None
-        return match
+def finding(entry: Entry, line_number: int, line: str, code: dict[str, Any] | None) -> Finding:
+    """The finding of ``entry`` on ``line`` (already cut for showing)."""
+    return Finding(entry.id, entry.number, entry.title, entry.severity, entry.cause, entry.fix,
+                   entry.links, line_number, line, code, entry.ambiguous, entry.possible_causes,
+                   entry.possible_ids, entry.look_at, entry.refines)
 
 
-def _shown(line: str, match: re.Match[str]) -> str:
-    """The line as shown: the carriage-return segment holding the match (progress bars redraw
-    with \\r), cut to about ``LINE_SHOWN`` characters around the match when longer."""
-    start = line.rfind("\r", 0, match.start()) + 1
-    end = line.find("\r", match.end())
-    end = len(line) if end < 0 else end
-    if end - start > LINE_SHOWN:
-        margin = max(0, (LINE_SHOWN - (match.end() - match.start())) // 2)
-        cut_start, cut_end = max(start, match.start() - margin), min(end, match.end() + margin)
-        text = line[cut_start:cut_end]
-        return ("…" if cut_start > start else "") + text + ("…" if cut_end < end else "")
-    return line[start:end].strip()
+__all__ = ["Diagnosis", "Entry", "Finding", "catalogue", "diagnose", "diagnose_file", "diagnose_stream"]

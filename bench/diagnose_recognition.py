@@ -1,0 +1,80 @@
+"""Recognition of real failure lines by `envcheck diagnose` (issue 29 point 4), on the lines of
+bench/data/diagnose_lines.jsonl: the held-out third (the measurement) or the other two thirds
+(what the catalogue was developed against).
+
+Each line is diagnosed alone. A line is
+- right: its one finding's id maps to the line's cause (bench/data/cause_map.json, else the id
+  itself when the vocabulary of bench/data/README.md has it), or the finding is ambiguous (asserts
+  no cause) and lists the line's cause among its possible causes (issue 29 point 3);
+- wrong: a finding asserts another cause (or an ambiguous one not listing the cause);
+- none: no finding.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINES = ROOT / "bench" / "data" / "diagnose_lines.jsonl"
+CAUSE_MAP = ROOT / "bench" / "data" / "cause_map.json"
+VOCABULARY = ROOT / "bench" / "data" / "README.md"
+
+
+def vocabulary() -> set[str]:
+    return set(re.findall(r"^\| `([a-z0-9-]+)` \|", VOCABULARY.read_text("utf-8"), re.M))
+
+
+def load(held_out: bool) -> list[dict]:
+    """The lines of one side only: the other side is never read into memory."""
+    with LINES.open(encoding="utf-8") as fh:
+        return [r for r in map(json.loads, fh) if r["held_out"] is held_out]
+
+
+def judge(findings: list, cause: str, mapped) -> str:
+    if not findings:
+        return "none"
+    found = findings[0]
+    if mapped(found.id) == cause:
+        return "right"
+    if found.ambiguous and cause in {mapped(i) for i in found.possible_ids}:
+        return "right"
+    return "wrong"
+
+
+def measure(held_out: bool) -> dict:
+    from envcheck.validation.diagnose import diagnose
+
+    known, table = vocabulary(), json.loads(CAUSE_MAP.read_text("utf-8"))["map"]
+
+    def mapped(entry_id: str) -> str | None:
+        return table.get(entry_id, entry_id if entry_id in known else None)
+
+    lines = load(held_out)
+    overall: collections.Counter = collections.Counter()
+    families: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for record in lines:
+        verdict = judge(diagnose(record["line"]), record["cause"], mapped)
+        overall[verdict] += 1
+        families[record["family"]][verdict] += 1
+    total = len(lines)
+
+    def shares(counts: collections.Counter, n: int) -> dict:
+        return {k: {"lines": counts[k], "percent": round(100 * counts[k] / n, 1)} for k in ("right", "wrong", "none")}
+
+    return {"lines": "held-out" if held_out else "visible (development)", "count": total,
+            "threads": len({r["source"] for r in lines}), "overall": shares(overall, total),
+            "families": {f: {"count": sum(c.values()), **shares(c, sum(c.values()))} for f, c in sorted(families.items())},
+            "targets": {"right_percent_at_least": 90, "wrong_percent_at_most": 2}}
+
+
+def table(result: dict) -> str:
+    rows = ["| family | lines | right | wrong | none |", "|---|---:|---:|---:|---:|"]
+    for family, r in result["families"].items():
+        rows.append(f"| {family} | {r['count']} | {r['right']['lines']} ({r['right']['percent']}%) | "
+                    f"{r['wrong']['lines']} ({r['wrong']['percent']}%) | {r['none']['lines']} ({r['none']['percent']}%) |")
+    o = result["overall"]
+    rows.append(f"| **all** | **{result['count']}** | **{o['right']['lines']} ({o['right']['percent']}%)** | "
+                f"**{o['wrong']['lines']} ({o['wrong']['percent']}%)** | **{o['none']['lines']} ({o['none']['percent']}%)** |")
+    return "\n".join(rows)

@@ -1,0 +1,315 @@
+"""Issue 29: every code of the GPU stack's published enumerations recognised from its name, its
+message in the forms frameworks print it and (where nothing else is on the line) its number, each
+finding naming the code; one cause per line; the documented wordings of framework wrappers, Apple
+MPS, CPU-only builds, installs, containers, Fabric Manager, MIG and schedulers."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from envcheck.validation.diagnose import catalogue, diagnose
+from envcheck.validation.diagnose.catalogue import catalogue_by_id
+from envcheck.validation.diagnose.codes import FORMAT_SPEC
+
+DATA = Path(__file__).resolve().parent.parent / "envcheck" / "data"
+SPEC = json.loads((DATA / "diagnose_codes.json").read_text("utf-8"))
+SKIP = ("success", "in_progress", "not_a_result")
+
+
+def _enumeration(file: str) -> dict:
+    return json.loads((DATA / "enumerations" / file).read_text("utf-8"))
+
+
+def _failures(file: str) -> list[dict]:
+    return [e for e in _enumeration(file)["entries"] if not any(e.get(flag) for flag in SKIP)]
+
+
+def _one(line: str):
+    findings = diagnose(line)
+    assert len(findings) == 1, (line, [f.id for f in findings])
+    found = findings[0]
+    assert found.cause and found.fix and found.links, found.id
+    return found
+
+
+ENUMS = [e["file"] for e in SPEC["enumerations"]]
+
+
+@pytest.mark.parametrize("file", ENUMS)
+def test_every_failure_code_is_recognised_by_its_name_and_named_in_the_finding(file):
+    name = _enumeration(file)["name"]
+    for code in _failures(file):
+        found = _one(f"RuntimeError: operation failed with {code['name']} (see above)")
+        assert found.code["name"] == code["name"] and found.code["enumeration"] == name, (code, found.code)
+        assert found.code["number"] == code["number"]
+
+
+# the forms frameworks print a code's message in: (enumeration file, template)
+PRINTED = [
+    ("cudaError_t.json", "RuntimeError: CUDA error: {message}"),
+    ("cudaError_t.json", "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=47 error={number} : {message}"),
+    ("cudaError_t.json", "F0101 12:00:00.000000 1 common.cpp:163] Check failed: error == cudaSuccess ({number} vs. 0)  {message}"),
+    ("cudaError_t.json", "ggml_cuda_init: failed to initialize CUDA: {message}"),
+    ("cudaError_t.json", "onnxruntime::CudaCall CUDA failure {number}: {message} ; GPU=0 ; hostname=h ; expr=cudaSetDevice(0);"),
+    ("CUresult.json", "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: {name}: {message}"),
+    ("hipError_t.json", "RuntimeError: HIP error: {message}"),
+    ("nvmlReturn_t.json", "Failed to initialize NVML: {message}"),
+    ("cusparseStatus_t.json", "CUSPARSE API failed at line 130 with error: {message} ({number})"),
+    ("ncclResult_t.json", "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1207, {message}, NCCL version 2.18.5"),
+]
+
+
+@pytest.mark.parametrize("file, template", PRINTED, ids=[f"{f}:{t[:30]}" for f, t in PRINTED])
+def test_every_message_is_recognised_in_the_forms_frameworks_print_it(file, template):
+    codes = _failures(file)
+    by_message: dict[str, set[str]] = {}
+    for code in codes:
+        by_message.setdefault((code.get("message") or "").rstrip(".").lower(), set()).add(code["name"])
+    for code in codes:
+        if not code.get("message") or code["message"] == code["name"]:
+            continue
+        line = template.format(message=code["message"], number=code["number"], name=code["name"])
+        found = _one(line)
+        assert found.code is not None, line
+        named = found.code["name"]
+        same = by_message[code["message"].rstrip(".").lower()]
+        assert named in same or named == code["name"] or found.code["message"] and \
+            found.code["message"].rstrip(".").lower() == code["message"].rstrip(".").lower(), (line, found.code)
+
+
+@pytest.mark.parametrize("line, name, number", [
+    ("RuntimeError: cuda runtime error (30) : unknown error at /pytorch/THC/THCGeneral.c:66", "cudaErrorUnknown", 999),
+    ("THCudaCheck FAIL file=/opt/conda/conda-bld/torch/lib/THC/THCGeneral.c line=70 error=30", "cudaErrorUnknown", 999),
+    ("Check failed: error == cudaSuccess (74 vs. 0)", "cudaErrorMisalignedAddress", 716),
+    ("RuntimeError: cuda runtime error (77)", "cudaErrorIllegalAddress", 700),
+    ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 804", "cudaErrorCompatNotSupportedOnDevice", 804),
+    ("CUDA error = 999 at main.cu:196", "cudaErrorUnknown", 999),
+    ("F cudnn.hpp:96] Check failed: status == CUDNN_STATUS_SUCCESS (3 vs. 0)", "CUDNN_STATUS_BAD_PARAM", 2000),
+    ("RuntimeError: CURAND failure 105: (see curand.h)", "CURAND_STATUS_LENGTH_NOT_MULTIPLE", 105),
+    ("RuntimeError: cusolver error: 7, when calling `cusolverDnCreate(handle)`", "CUSOLVER_STATUS_INTERNAL_ERROR", 7),
+])
+def test_numbers_count_in_the_numbering_their_wrapper_used_when_no_name_or_message_is_there(line, name, number):
+    """cudaError_t was renumbered in CUDA 10.1 (30 is 999 today), cudnnStatus_t in cuDNN 9."""
+    found = _one(line)
+    assert (found.code["name"], found.code["number"]) == (name, number)
+
+
+def test_a_name_or_message_decides_before_a_number():
+    found = _one("RuntimeError: cuda runtime error (4) : unspecified launch failure at THCCachingHostAllocator.cpp:265")
+    assert found.code["name"] in ("cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED")  # 4 was LaunchFailure, is CudartUnloading
+
+
+def test_every_xid_is_recognised_with_nvidias_meaning_and_action():
+    data = _enumeration("xid.json")
+    for xid in data["entries"]:
+        found = _one(f"[ 8127.1] NVRM: Xid (PCI:0000:3b:00): {xid['number']}, pid=4242, name=python, details")
+        assert found.code["enumeration"] == "Xid" and found.code["number"] == xid["number"]
+        entry = catalogue_by_id()[found.id]
+        if xid.get("description") and found.id == f"xid-{xid['number']}":
+            assert xid["description"] in entry.title and (xid["immediate_action"] or "CONTACT_SUPPORT") in entry.fix
+
+
+def _filled(fmt: str) -> str:
+    return FORMAT_SPEC.sub(lambda m: {"s": "eth0", "p": "0x7f00", "c": "x"}.get(m.group()[-1], "12")
+                           if not m.group().startswith("<") else "MACRO", fmt.split("\n")[0])
+
+
+def test_every_nccl_warn_wording_with_text_of_its_own_is_recognised():
+    """Printed as `<host>:<pid>:<tid> [<dev>] file.cc:NN NCCL WARN <text>`; a WARN whose format is
+    only fields (`%s`) cannot be told from any other text and is left out."""
+    for warn in _enumeration("nccl_warn.json")["entries"]:
+        literal = max((p.strip() for p in FORMAT_SPEC.split(warn["format"].split("\n")[0])), key=len)
+        if len(literal) < 4:
+            continue
+        line = f"node-1:4242:4300 [0] {warn['file']}:{warn['line']} NCCL WARN {_filled(warn['format'])}"
+        found = _one(line)
+        assert found.id.startswith("nccl") or found.code, (line, found.id)
+
+
+@pytest.mark.parametrize("file", ["host_messages.json", "platform_messages.json"])
+def test_every_host_and_platform_wording_is_recognised_with_its_cause(file):
+    causes = SPEC["messages"][file]
+    for item in _enumeration(file)["entries"]:
+        rule = causes[item["name"]]
+        if rule is None:  # recognised through the loader's library or a module's errno: tests below
+            continue
+        cause = rule if isinstance(rule, str) else rule["cause"]
+        text = _filled(item["message"]).replace("eth0", "nvidia")
+        prefix = "modprobe: nvidia: " if isinstance(rule, dict) and rule.get("requires") else ""
+        found = _one(f"Jan 01 00:00:00 node kernel: {prefix}{text}")
+        assert found.id == cause or catalogue_by_id()[found.id].rank >= catalogue_by_id()[cause].rank, (text, found.id)
+
+
+def test_the_tables_are_generated_from_the_enumerations():
+    """Every failure code has an entry (its own or a hand-written cause) with a cause and a fix,
+    and every id the tables name exists."""
+    ids = catalogue_by_id()
+    for file in ENUMS:
+        for code in _failures(file):
+            found = _one(code["name"])
+            assert found.id in ids
+            if found.id not in SPEC["causes"] and found.code["meaning"]:
+                assert found.code["meaning"] in ids[found.id].cause or found.id in {
+                    e for names in SPEC["causes"].values() for e in names} or ids[found.id].cause
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("ImportError: libcudart.so.12: cannot open shared object file: No such file or directory", "cuda-runtime-library-not-found"),
+    ("OSError: libcublasLt.so.12: cannot open shared object file: No such file or directory", "cuda-library-not-found"),
+    ("Could not load library cudnn_ops_infer64_8.dll. Error code 126", "cudnn-library-not-found"),
+    ("RuntimeError: Library cublas64_12.dll is not found or cannot be loaded", "cuda-library-not-found"),
+    ("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory", "nccl-library-not-found"),
+    ("ImportError: libnvinfer.so.10: cannot open shared object file: No such file or directory", "tensorrt-library-not-found"),
+    ("OSError: libtorch_cuda.so: cannot open shared object file: No such file or directory", "extension-built-for-other-torch"),
+    ("ImportError: libamdhip64.so.6: cannot open shared object file: No such file or directory", "rocm-library-not-found"),
+    ("python: error while loading shared libraries: /usr/lib/x86_64-linux-gnu/libcudnn.so.8: file too short", "library-file-truncated"),
+    ("libcufft.so.11: failed to map segment from shared object", "library-mmap-failed"),
+    ("ImportError: libGL.so.1: cannot open shared object file: No such file or directory", None),
+    ("modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-45-generic", "kernel-module-not-built-for-running-kernel"),
+    ("modprobe: ERROR: could not insert 'nvidia': Key was rejected by service", "secure-boot-module-rejected"),
+    ("insmod: ERROR: could not insert module nvidia.ko: Required key not available", "secure-boot-module-rejected"),
+    ("modprobe: FATAL: Module snd_hda not found in directory /lib/modules/6.8.0", None),
+])
+def test_the_loader_and_module_messages_name_the_library_family(line, expected):
+    assert [f.id for f in diagnose(line)] == ([expected] if expected else [])
+
+
+# (entry id, a line in the wording its tool documents or prints): the hand-written entries
+WORDINGS = [
+    ("cuda-library-not-found", "W dso_loader.cc:64] Could not load dynamic library 'libcusparse.so.12'; dlerror: libcusparse.so.12: cannot open shared object file"),
+    ("gpu-xid-error", "kernel: NVRM: Xid (PCI:0000:3b:00): 999, unknown to the catalogue"),
+    ("cudnn-status-error", "RuntimeError: CUDNN_STATUS_RUNTIME_SOMETHING_NEW"),
+    ("ptx-newer-than-driver", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
+    ("cuda-after-fork", "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method"),
+    ("cuda-malloc-async-unsupported", "jaxlib/gpu/solver.cc:50: CUDA operation cudaMallocAsync(&buf, n, stream) failed: operation not supported"),
+    ("hip-oom", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 24 GiB"),
+    ("rocm-gfx-arch-not-in-build", "rocBLAS warning: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"),
+    ("hsa-out-of-resources", ":0:rocdevice.cpp:2881: HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources."),
+    ("hsa-error", "Call returned HSA_STATUS_ERROR_INVALID_ISA"),
+    ("rocblas-tensile-missing-for-arch", "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU arch : gfx1036"),
+    ("miopen-unknown-error", "RuntimeError: miopenStatusUnknownError"),
+    ("miopen-kernel-build-failed", "MIOpen Error: /long/path/hipoc_program.cpp:304: Code object build failed. Source: naive_conv.cpp"),
+    ("miopen-conv-incorrect-params", "MIOpen(HIP): Error [FindConvFwdAlgorithm] miopenStatusBadParm"),
+    ("cublas-invalid-value", " ** On entry to SGEMM  parameter number 10 had an illegal value"),
+    ("nvml-device-handle-unknown-error", "Unable to determine the device handle for GPU 0000:41:00.0: Unknown Error"),
+    ("gpu-reset-required", "NVRM: GPU0 nvAssertFailedNoLog: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062)"),
+    ("nccl-duplicate-gpu", "node:1:2 [0] init.cc:842 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 17000"),
+    ("nccl-peer-connection-closed", "node:1:2 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer 10.0.0.2<39810>"),
+    ("nccl-ibverbs-not-found", "node:1:2 [0] misc/ibvwrap.cc:66 NCCL WARN Failed to open libibverbs.so[.1]"),
+    ("nccl-no-socket-interface", "node:1:2 [0] bootstrap.cc:41 NCCL WARN Bootstrap : no socket interface found"),
+    ("nccl-socket-ifname-not-found", "node:1:2 [0] NCCL WARN no device found matching =ens5, verify NCCL_OOB_NET_IFNAME"),
+    ("nccl-remote-error", "[rank0]: NET/OFI Request 0x7f00 completed with error. RC: 5. Error: 107 (EP_FAILED). Completed length: 0"),
+    ("extension-built-for-other-torch", "ImportError: /site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"),
+    ("library-mmap-failed", "OSError: /mnt/noexec/libcudnn_cnn.so.9: failed to map segment from shared object"),
+    ("kernel-module-not-built-for-running-kernel", "modprobe: FATAL: Module nvidia-current not found."),
+    ("secure-boot-module-rejected", "modprobe: ERROR: could not insert 'nvidia_drm': Key was rejected by service"),
+    ("no-nvidia-gpu-present", "NVRM: No NVIDIA graphics adapter found!"),
+    ("gpu-needs-legacy-driver", "NVRM: The NVIDIA Quadro K2000 GPU installed in this system is"),
+    ("rminitadapter-failed", "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x25:0xffff:1601)"),
+    ("gsp-firmware-init-failed", "NVRM: RmInitAdapter: Cannot initialize GSP firmware RM"),
+    ("gsp-heartbeat-timeout", "NVRM: _kgspRpcRecvPoll: GSP RM heartbeat timed out"),
+    ("cdi-spec-missing", "Error: crun: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0"),
+    ("wsl-no-gpu-adapter", "nvidia-container-cli: initialization error: WSL environment detected but no adapters were found: unknown."),
+    ("container-driver-rpc-failed", "stderr: nvidia-container-cli: initialization error: driver rpc error: timed out: unknown."),
+    ("container-image-contains-driver-files", "nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/ab/merged/usr/bin/nvidia-smi: file exists"),
+    ("container-persistenced-socket-conflict", "nvidia-container-cli: mount error: file creation failed: /merged/run/nvidia-persistenced/socket: no such device or address"),
+    ("container-toolkit-outdated", "nvidia-container-cli: mount error: stat failed: /usr/lib/firmware/nvidia/550.54.14/gsp.bin: no such file or directory"),
+    ("mig-compute-mode-unsupported", "Setting compute mode to EXCLUSIVE_PROCESS is not supported on a MIG enabled GPU"),
+    ("slurm-gres-request-missing", "sbatch: error: You must request at least one GPU on the gpu partition"),
+    ("k8s-device-plugin-unavailable", "Allocate failed due to rpc error: code = Unavailable desc = connection error, which is unexpected"),
+    ("k8s-device-plugin-gpu-id-mismatch", "Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for 'nvidia.com/gpu': unknown device: GPU-1234, which is unexpected"),
+    ("triton-shared-memory-exceeded", "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376."),
+    ("nvcc-arch-unsupported", "nvcc fatal   : Unsupported gpu architecture 'compute_120'"),
+    ("bitsandbytes-cpu-library", "UserWarning: The installed version of bitsandbytes was compiled without GPU support."),
+    ("paddle-cpu-build", "Cannot use GPU because you have installed CPU version PaddlePaddle."),
+    ("llamacpp-cpu-build", "warning: not compiled with GPU offload support, --n-gpu-layers option will be ignored"),
+    ("ctranslate2-cpu-build", "ValueError: This CTranslate2 package was not compiled with CUDA support"),
+    ("onnxruntime-cpu-build", "UserWarning: Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: 'CPUExecutionProvider'"),
+    ("mps-out-of-memory", "RuntimeError: MPS backend out of memory (MPS allocated: 1.2 GB, other allocations: 3 MB, max allowed: 1.4 GB)."),
+    ("mps-float64-unsupported", "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64."),
+    ("mps-op-not-implemented", "NotImplementedError: The operator 'aten::upsample_bicubic2d.out' is not currently implemented for the MPS device."),
+    ("mps-op-needs-newer-macos", "RuntimeError: MPS does not support cumprod op with int64 input"),
+    ("mps-tensor-on-cpu", "RuntimeError: Placeholder storage has not been allocated on MPS device!"),
+    ("mps-ndarray-size-limit", "MPSNDArray.mm:788: failed assertion `[MPSNDArray initWithDevice:descriptor:] Error: total bytes of NDArray > 2**32'"),
+    ("pip-no-wheel-for-python", "ERROR: No matching distribution found for jaxlib==0.1.69"),
+    ("pip-gpu-wheel-not-found", "ERROR: No matching distribution found for torch==2.0.1+cu117"),
+    ("tensorflow-gpu-package-removed", "ERROR: No matching distribution found for tensorflow-gpu==2.12.0"),
+    ("nvidia-pip-wheel-platform", "ERROR: Could not find a version that satisfies the requirement nvidia-cublas-cu12 (from versions: none)"),
+    ("conda-cudatoolkit-conflict", "  - pytorch==1.12.1 -> cudatoolkit[version='>=11.6,<11.7']"),
+    ("conda-python-incompatible", "  - torchaudio -> python[version='>=3.8,<3.9.0a0']"),
+    ("uv-resolution-conflict", "  × No solution found when resolving dependencies for split (python_full_version >= '3.12'):"),
+    ("wheel-platform-mismatch", "ERROR: torch-2.1.0-cp311-cp311-win_amd64.whl is not a supported wheel on this platform."),
+    ("nvml-smi-library-version-mismatch", "Mismatch in versions between nvidia-smi and NVML."),
+    ("nvml-insufficient-resources", "Unable to create a GPU instance on GPU 0 using profile 9: Insufficient Resources"),
+    ("slurm-gres-conf-syntax", "slurmd: fatal: Invalid GRES record for gpu, count does not match File value"),
+    ("slurm-gres-count-mismatch", "Reason=gres/gpu count too low (0 < 4) [slurm@2026-01-01T00:00:00]"),
+    ("cublas-internal-error", "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasCreate(handle)`"),
+    ("cuda-out-of-memory", "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 4,194,304 bytes (allocated so far: 0 bytes)."),
+    ("cudnn-execution-failed", "tensorflow.python.framework.errors_impl.InternalError: cuDNN launch failure : input shape ([1,64,64,3])"),
+]
+
+WRAPPERS = [  # (tool, line, the code recognised inside)
+    ("TensorFlow", "F tensorflow/stream_executor/cuda/cuda_driver.cc:175] Check failed: err == cudaSuccess || err == cudaErrorInvalidValue Unexpected CUDA error: invalid device ordinal", "invalid device ordinal"),
+    ("PyTorch", "torch.AcceleratorError: CUDA error: misaligned address", "misaligned address"),
+    ("JAX/XLA", "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to launch CUDA kernel: CUDA_ERROR_LAUNCH_TIMEOUT: the launch timed out and was terminated", "CUDA_ERROR_LAUNCH_TIMEOUT"),
+    ("Triton", "triton.runtime.driver: RuntimeError: Triton Error [CUDA]: device-side assert triggered", "device-side assert triggered"),
+    ("bitsandbytes", "Error invalid device function at line 90 in file /src/csrc/ops.cu, CUDA error: invalid device function", "invalid device function"),
+    ("CTranslate2", "RuntimeError: CUDA failed with error unspecified launch failure", "unspecified launch failure"),
+    ("llama.cpp/ggml", "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected", "no CUDA-capable device is detected"),
+    ("cupy", "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorNoKernelImageForDevice: no kernel image is available for execution on the device", "cudaErrorNoKernelImageForDevice"),
+    ("TensorRT", "[TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of memory)", "out of memory"),
+    ("nvcc/ptxas", "ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'", None),
+]
+
+
+@pytest.mark.parametrize("expected, line", WORDINGS, ids=[w[0] for w in WORDINGS])
+def test_each_documented_wording_is_its_cause(expected, line):
+    found = _one(line)
+    assert found.id == expected, (line, found.id)
+
+
+@pytest.mark.parametrize("tool, line, inside", WRAPPERS, ids=[w[0] for w in WRAPPERS])
+def test_framework_wrappers_are_recognised_by_the_code_inside(tool, line, inside):
+    found = _one(line)
+    if inside is not None:
+        assert found.code is not None and inside.lower() in (
+            (found.code["message"] or "") + " " + found.code["name"]).lower(), (tool, found.code)
+
+
+def test_an_ambiguous_line_lists_the_causes_and_what_to_look_at_and_asserts_none():
+    found = _one("RuntimeError: CUDA error: out of memory")
+    assert found.ambiguous and len(found.possible_causes) >= 2 and "nvidia-smi" in found.look_at
+    detailed = _one("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity)")
+    assert not detailed.ambiguous and detailed.id == "torch-cuda-out-of-memory"
+
+
+def test_the_most_specific_entry_wins_and_the_others_are_not_printed():
+    line = "E cuda_dnn.cc:334] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR"
+    found = _one(line)
+    assert found.id == "cudnn-init-failed" and found.code["name"] == "CUDNN_STATUS_INTERNAL_ERROR"
+    assert [f.id for f in diagnose("CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906")] == ["cudnn-version-mismatch"]
+
+
+def test_every_entry_id_is_a_known_kebab_name_and_every_generated_entry_names_its_source():
+    for entry in catalogue():
+        assert re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", entry.id), entry.id
+        assert entry.links and all(link.startswith("https://") for link in entry.links), entry.id
+        assert entry.rank in range(5) and entry.severity in ("error", "info")
+        if entry.ambiguous:
+            assert entry.possible_causes and entry.look_at, entry.id
+            assert all(p in catalogue_by_id() for p in entry.possible_ids), entry.id
+        if entry.refines:
+            assert entry.refines in catalogue_by_id(), entry.id
+
+
+def test_cli_json_names_the_code_and_an_ambiguous_finding_says_what_to_look_at(cli):
+    result = cli("diagnose", "-", "--json", input="RuntimeError: cuda runtime error (30) : unknown error at x.c:1\n")
+    [found] = result.json()["findings"]
+    assert result.code == 1 and found["code"]["name"] == "cudaErrorUnknown" and found["code"]["number"] == 999
+    assert found["ambiguous"] is True and found["possible_causes"] and found["look_at"]
+    text = cli("diagnose", "-", input="RuntimeError: cuda runtime error (30) : unknown error at x.c:1\n").out
+    assert "code: cudaErrorUnknown (999): unknown error" in text
+    assert "could be:" in text and "look at:" in text
