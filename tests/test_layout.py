@@ -45,6 +45,7 @@ LAYERS = (
     ("processes",),
     ("envs", "frameworks"),  # neither imports the other
     ("host",),
+    ("slurm",),  # Slurm's commands, drain reasons, gres.conf: the slurm use cases and the fleet use it
     ("validation",),
     ("usecases", "fleet"),  # the fleet runs envcheck itself on each node, as a subprocess
     ("cli", "envcheck"),

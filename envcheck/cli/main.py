@@ -26,6 +26,7 @@ COMMANDS = {
     "metrics": "metrics:metrics",
     "labels": "metrics:labels",
     "serve": "serve:serve",
+    "slurm": "slurm:slurm",
 }
 
 
