@@ -206,3 +206,39 @@ def test_the_epilog_drains_on_ecc_errors_counted_while_the_job_ran(jobs):
                                     "errors come back")
     jobs.set_node("n3", [A100, A100])
     jobs.run("scontrol", "update", "NodeName=n3", "State=RESUME")
+
+
+PRESET = """title = "tensorflow-cpu stand-in"
+kind = "cpu"
+framework = "tensorflow"
+packages = ["tensorflow-cpu==2.21.0"]
+"""
+
+
+def test_an_env_the_health_check_gates_drains_when_not_ready_and_an_unknown_env_is_bad_input(watched, tmp_path):
+    from wheelhouse import build_wheel, offline
+
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tensorflow-cpu", "2.21.0")
+    preset = tmp_path / "standin.toml"
+    preset.write_text(PRESET)
+    env = {**watched.environ(), **watched.node_environ("n1"), "SLURMD_NODENAME": "n1"}
+    made = watched.run(sys.executable, "-m", "envcheck", "env", "create", "drifted", "--preset-file", str(preset),
+                       *offline(wheels), env=env, timeout=300)
+    assert made.returncode == 0, made.stderr
+    installed = next((watched.nodes["n1"].home / "envs" / "drifted").glob("lib/python*/site-packages/tensorflow_cpu"))
+    with open(installed / "__init__.py", "a") as changed:  # a file edited after install: the env drifted
+        changed.write("patched = True\n")
+    try:
+        gated = healthcheck(watched, "n1", "--env", "drifted", "--dry-run", "--json")
+        doc = json.loads(gated.stdout)
+        assert gated.returncode == 1, gated.stderr
+        assert [(p["id"], p["effect"]) for p in doc["problems"]] == [("env-drifted", "not-ready")]
+        assert doc["action"]["reason"].startswith("envcheck: env-drifted: env drifted: ")
+        every = healthcheck(watched, "n1", "--check-envs", "--dry-run", "--json")
+        assert [p["id"] for p in json.loads(every.stdout)["problems"]] == ["env-drifted"]
+        unknown = healthcheck(watched, "n1", "--env", "nosuch")
+        assert unknown.returncode == 2 and "no env named 'nosuch'" in unknown.stderr
+    finally:
+        watched.run(sys.executable, "-m", "envcheck", "env", "remove", "drifted", "--yes", env=env)
+    assert "n1" not in watched.reasons()

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ..errors import UsageError
+from ..errors import OperationError, UsageError
 from ..paths import Home
 from ..results import Result
 from ..slurm import client, gres, gresconf, journal, names
@@ -158,7 +158,11 @@ def env_problems(home: Home, report: Any, envs: tuple[str, ...], every: bool, cl
     found = []
     for name in wanted:
         left = clock.left(keep=min(5.0, clock.budget / 4))
-        result = within(left, lambda: check(session, name))
+        try:
+            result = within(left, lambda: check(session, name))
+        except OperationError as exc:  # the gate could not judge it (no env to use, a broken env): not ready
+            found.append(Problem(f"env-{name}", f"env {name}: {exc}", None, "not-ready", exc.message))
+            continue
         if result is None:
             found.append(Problem(f"env-{name}", f"env {name}: the gate gave no answer within {left:.1f} s; fix: "
                                  f"validate it beforehand (envcheck validate {name}) so the gate answers from "
