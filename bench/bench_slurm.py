@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from _common import envcheck_cmd, machine
@@ -123,11 +124,15 @@ def part2(cluster: SlurmCluster, cycles: int) -> dict:
     cmd = [*envcheck_cmd(), "slurm", "healthcheck", "--json"]
     env = node_env(cluster, "g8")
     drains = failures = 0
+    why: Counter = Counter()  # each non-zero exit: its problems, else its error line
     started = time.perf_counter()
     for _ in range(cycles):
         _, done = run(cmd, env)
         doc = json.loads(done.stdout) if done.stdout.strip() else {}
-        failures += done.returncode != 0
+        if done.returncode != 0:
+            failures += 1
+            said = ", ".join(f"{p['id']} ({p['measured']})" for p in doc.get("problems", []))
+            why[f"exit {done.returncode}: {said or done.stderr.strip()[-300:]}"] += 1
         drains += (doc.get("action") or {}).get("kind") in ("drain", "update")
     healthy_s = time.perf_counter() - started
     left = cluster.reasons().get("g8")
@@ -145,7 +150,7 @@ def part2(cluster: SlurmCluster, cycles: int) -> dict:
                        "drained": reason.startswith(prefix), "resumed": resumed})
         if not resumed:  # leave the node clean for the next fault, and say so
             cluster.run("scontrol", "update", "NodeName=g8", "State=RESUME")
-    return {"cycles": cycles, "drains": drains, "nonzero": failures, "reason_left": left,
+    return {"cycles": cycles, "drains": drains, "nonzero": failures, "why": dict(why), "reason_left": left,
             "healthy_s": healthy_s, "faults": faults}
 
 
@@ -201,6 +206,7 @@ def report(one: dict, two: dict, three: dict, runs: int) -> str:
               f"({two['healthy_s']:.0f} s): {two['drains']} drains, {two['nonzero']} non-zero exits, "
               f"reason left in `sinfo -R`: {two['reason_left'] or 'none'} (target: 0 false drains, "
               f"{'met' if not two['drains'] and not two['nonzero'] and not two['reason_left'] else 'MISSED'}).", "",
+              *[f"- {count} x {said}" for said, count in two["why"].items()], "",
               "| fault injected | reason expected to start with | drained so | resumed once cleared |",
               "|---|---|:---:|:---:|"]
     for f in two["faults"]:

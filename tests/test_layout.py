@@ -39,7 +39,7 @@ JINJA_COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
 # statement of the rule: each package's ``__init__`` docstring says which of the units below
 # it uses, and why.
 LAYERS = (
-    ("errors", "paths", "atomic", "results", "progress", "distributions", "_guard", "data"),
+    ("errors", "paths", "atomic", "results", "progress", "distributions", "_guard", "data", "_version"),
     ("durations",),  # raises errors' UsageError
     ("child_env",),
     ("processes",),

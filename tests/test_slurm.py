@@ -139,7 +139,7 @@ def test_models_match_a_type_by_its_words_in_order():
 def test_gres_agrees_with_nvml_and_its_lines_are_written_back(tmp_path):
     dev = devices(tmp_path, 4)
     conf = conf_with(tmp_path, f"NodeName=n1 Name=gpu Type=a100 File={dev}/nvidia[0-3]\n")
-    found = gres.check("n1", "gpu:a100:4", conf, seen(4))
+    found = gres.compare("n1", "gpu:a100:4", conf, seen(4))
     assert found.consistent, found.problems
     assert gres.lines(found, str(dev))[1] == f"NodeName=n1 Name=gpu Type=a100 File={dev}/nvidia[0-3]"
     assert gres.lines(found, str(dev))[-1] == "# slurm.conf: NodeName=n1 ... Gres=gpu:a100:4"
@@ -148,18 +148,18 @@ def test_gres_agrees_with_nvml_and_its_lines_are_written_back(tmp_path):
 def test_each_difference_says_what_slurm_says_and_what_nvml_sees(tmp_path):
     dev = devices(tmp_path, 8)
     conf = conf_with(tmp_path, f"NodeName=n1 Name=gpu Type=a100 File={dev}/nvidia[0-7]\n")
-    fewer = gres.check("n1", "gpu:a100:8", conf, seen(7))
+    fewer = gres.compare("n1", "gpu:a100:8", conf, seen(7))
     assert [p.id for p in fewer.problems] == ["gres-count"]
     assert fewer.problems[0].measured == (f"slurm says gpu:a100:8, NVML sees 7 (NVIDIA A100-SXM4-80GB): "
                                           f"no GPU for {dev}/nvidia7 (gres.conf)")
-    more = gres.check("n1", "gpu:a100:2", conf_with(tmp_path, f"NodeName=n1 Name=gpu File={dev}/nvidia[0-1]\n"), seen(3))
+    more = gres.compare("n1", "gpu:a100:2", conf_with(tmp_path, f"NodeName=n1 Name=gpu File={dev}/nvidia[0-1]\n"), seen(3))
     assert "not in Slurm: GPU-0002 (minor 2)" in more.problems[0].measured
     h100 = conf_with(tmp_path, f"NodeName=n1 Name=gpu Type=h100 File={dev}/nvidia[0-7]\n")
-    other = gres.check("n1", "gpu:h100:8", h100, seen(8))
+    other = gres.compare("n1", "gpu:h100:8", h100, seen(8))
     assert [p.id for p in other.problems] == ["gres-type"] + ["gres-file-type"] * 8
     (dev / "nvidia3").unlink()
     (dev / "nvidia3").write_text("")
-    plain = gres.check("n1", "gpu:a100:8", conf, seen(8))
+    plain = gres.compare("n1", "gpu:a100:8", conf, seen(8))
     assert [p.measured for p in plain.problems] == [f"gres.conf {conf.path}:1: File={dev}/nvidia3 is not a character device"]
     lines = gres.lines(other, "/dev")
     assert lines[1] == "NodeName=n1 Name=gpu Type=nvidia_a100-sxm4-80gb File=/dev/nvidia[0-7]"
@@ -177,7 +177,7 @@ def node(state: str = "idle", flags=(), reason_text: str | None = None) -> NodeS
 
 def test_a_reason_starts_with_envcheck_names_the_gpu_and_the_action():
     assert reason([ECC]) == "envcheck: gpu3 ecc-uncorrected-volatile: reset the GPU (`sudo nvidia-smi -r -i 3`) or reboot"
-    assert reason([ECC, UVM]) == "envcheck: nvidia-uvm-missing: `sudo nvidia-modprobe -u -c=0`; +1 more"
+    assert reason([UVM, ECC]) == "envcheck: nvidia-uvm-missing: `sudo nvidia-modprobe -u -c=0`; +1 more"
     assert reason([Problem("clocks-hw-slowdown", "check cooling", 0, "degraded")]) is None
     hostile = reason([Problem("x\nState=RESUME", "a\x1b[31m\nline\r" + "y" * 1000, 1)])
     assert hostile.startswith("envcheck: gpu1 x State=RESUME: a [31m line yyy") and hostile.endswith("...")

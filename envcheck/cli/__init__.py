@@ -64,19 +64,15 @@ def _click_exit_code(exc: Exception) -> int | None:
 
 def _say_version() -> None:
     """With ``results.VERSION_VARIABLE`` set to 1 (a fleet over srun asks so), this envcheck's
-    installed version as the first line on stderr."""
+    version as the first line on stderr."""
     import os
 
     from ..results import VERSION_LINE, VERSION_VARIABLE
 
     if os.environ.get(VERSION_VARIABLE) == "1":
-        from importlib.metadata import PackageNotFoundError, version
+        from .._version import __version__
 
-        try:
-            found = version("envcheck")
-        except PackageNotFoundError:  # run from a source tree never installed
-            found = "unknown"
-        print(f"{VERSION_LINE}{found}", file=sys.stderr, flush=True)
+        print(f"{VERSION_LINE}{__version__}", file=sys.stderr, flush=True)
 
 
 def run(argv: list[str] | None = None) -> None:

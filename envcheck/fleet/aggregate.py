@@ -1,9 +1,10 @@
 """The fleet's answer: one ``envcheck.fleet/1`` document, a record per node and a summary.
 
-Per node: its Ray facts (id, address, labels, Ray's GPU count and accelerator type), the
-envcheck it ran and that envcheck's version, its exit code, a verdict and the node's own
-document. Verdicts: the node's own ``ready``, ``degraded`` or ``not-ready`` (its document's
-result envelope, ``reading``); ``busy`` (its GPUs held by other Ray work past the bound),
+Per node: its engine's facts (``cluster.Node``: Ray's id, address, labels, GPU count and
+accelerator type; or Slurm's name, address, partitions, ``Gres=`` count and type, state and
+reason), the envcheck it ran and that envcheck's version, its exit code, a verdict and the
+node's own document. Verdicts: the node's own ``ready``, ``degraded`` or ``not-ready`` (its
+document's result envelope, ``reading``); ``busy`` (its GPUs held by other work past the bound),
 ``no-envcheck``, ``error`` (its envcheck did not answer the question, or is too old to answer
 with the result envelope), ``unreachable`` (the task never started there) and ``lost`` (it
 started, then the node died or gave no answer in time).

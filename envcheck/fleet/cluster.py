@@ -16,13 +16,11 @@ the head included. A term that matches no alive node is a UsageError listing the
 from __future__ import annotations
 
 import gc
-import logging
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from . import address
 
 INSTALL = "pip install 'envcheck[fleet]' (it installs Ray)"
 HEAD_RESOURCE = "node:__internal_head__"
@@ -39,6 +37,8 @@ def import_ray() -> Any:
     That is about 0.04 s off importing and connecting, 0.1 s off exiting (BENCHMARKS.md)."""
     if sys.modules.get("ray") is not None:  # imported already (None: an import that failed)
         return sys.modules["ray"]
+    from . import address  # here: the Slurm engine, which shares Node, never pays for it
+
     address.bound_ray_connect()  # read by Ray as it is imported
     enabled = gc.isenabled()
     gc.disable()
@@ -111,6 +111,10 @@ def node_from_ray(info: dict[str, Any]) -> Node:
 def connect(ray: Any, given: str | None) -> str:
     """Connect this process to the cluster as a driver; the address connected to. What
     answers there is asked first (``address``): Ray's connect is left only what may be Ray."""
+    import logging
+
+    from . import address
+
     target = address.resolve(given)
     address.check(target)
     try:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any, Callable, Mapping
 
 from .. import processes
 from ..errors import UsageError
@@ -34,6 +35,7 @@ from ..results import VERSION_LINE, VERSION_VARIABLE
 from ..slurm import client
 from ..slurm.gresconf import parse_gres
 from ..slurm.names import expand
+from ..slurm.reading import started
 from .cluster import Node
 from .dispatch import Outcome
 from .tasks import host_of, last_line, parse_document
@@ -47,8 +49,11 @@ LAUNCH_FAILED = re.compile(r"failed on node (\S+?):? (.*)$")
 INSTALL_FIX = "install envcheck on that node, on the PATH srun gives its tasks (this envcheck's PATH)"
 
 
-def select(environ: Mapping[str, str], partition: str | None, nodelist: str | None) -> tuple[str, list[Node], list[Node]]:
-    """(where: the allocation or what was given, the nodes to ask, the nodes left out)."""
+def select(environ: Mapping[str, str], partition: str | None,
+           nodelist: str | None) -> tuple[str, list[Node], list[Node], Callable[[float], list | None] | None]:
+    """(where: the allocation or what was given, the nodes to ask, the nodes left out, and inside
+    an allocation the ``sinfo`` of its nodes begun beside the step: their GPUs and state, which
+    decide nothing there; call it with the seconds to wait)."""
     job = environ.get("SLURM_JOB_ID")
     if job and partition:
         raise UsageError(f"--partition {partition}: inside allocation {job} the fleet runs on its nodes",
@@ -64,9 +69,9 @@ def select(environ: Mapping[str, str], partition: str | None, nodelist: str | No
         if outside:
             raise UsageError(f"--nodelist: {', '.join(outside)} not in allocation {job} ({', '.join(allocated)})",
                              "name nodes of the allocation, or run outside it")
-        known = {s.name: s for s in client.nodes(environ, nodelist=",".join(wanted))}
-        nodes = [_node(known.get(name) or client.NodeState(name, "allocated")) for name in wanted]
-        return f"slurm job {job}", nodes, []
+        client.tool("srun", environ)
+        facts = started(lambda: client.nodes(environ, nodelist=",".join(wanted)))
+        return f"slurm job {job}", [Node(n, n, engine="slurm") for n in wanted], [], facts
     states = client.nodes(environ, partition=partition, nodelist=nodelist)
     if nodelist:
         unknown = [n for n in expand(nodelist, "--nodelist") if n not in {s.name for s in states}]
@@ -77,7 +82,21 @@ def select(environ: Mapping[str, str], partition: str | None, nodelist: str | No
         raise UsageError(f"--partition {partition}: Slurm lists no node in it", "see `sinfo`")
     where = " ".join(f"{flag} {value}" for flag, value in (("partition", partition), ("nodes", nodelist)) if value)
     out = [s for s in states if s.out_of_service or "not-responding" in s.flags]
-    return f"slurm {where}", [_node(s) for s in states if s not in out], [_node(s) for s in out]
+    return f"slurm {where}", [_node(s) for s in states if s not in out], [_node(s) for s in out], None
+
+
+def survey(environ: Mapping[str, str], partition: str | None, nodelist: str | None, command: str,
+           args: list[str], environment: dict[str, str], *, timeout: float, holds_gpus: bool,
+           busy_after: float) -> tuple[str, list[Outcome], list[Node]]:
+    """(where, an outcome per node asked, the nodes left out): ``select``, then one step."""
+    where, asked, left_out, facts = select(environ, partition, nodelist)
+    outcomes = dispatch_srun(environ, asked, command, args, environment, timeout=timeout, holds_gpus=holds_gpus,
+                             partition=partition, busy_after=busy_after) if asked else []
+    try:
+        known = {s.name: _node(s) for s in (facts(client.READ_TIMEOUT) or [])} if facts else {}
+    except UsageError:  # the nodes' GPUs and state only, inside an allocation: the answers stand without them
+        known = {}
+    return where, [replace(o, node=known.get(o.node.id, o.node)) for o in outcomes], left_out
 
 
 def _node(state: client.NodeState) -> Node:

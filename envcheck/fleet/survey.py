@@ -49,13 +49,15 @@ def survey(command: str, args: list[str], environment: dict[str, str] | None = N
     """Run ``envcheck COMMAND ARGS --json`` on the cluster's nodes (see the module docstring),
     with ``environment`` laid over each node's own (for values that must stay off argv);
     ``engine`` "slurm": on Slurm's nodes, through srun (``srun``)."""
-    from importlib.metadata import version
-
     spec = COMMANDS[command]
     timeout = spec.timeout if timeout is None else timeout
     if engine == "slurm":
+        from .._version import __version__  # what each node's envcheck says too (results.VERSION_VARIABLE)
+
         return _over_srun(command, args, environment or {}, spec, timeout, min_ready, busy_after, partition,
-                          nodelist, version("envcheck"))
+                          nodelist, __version__)
+    from importlib.metadata import version
+
     ray = cluster.import_ray()
     with contextlib.redirect_stdout(sys.stderr):
         connected = cluster.connect(ray, address)
@@ -78,9 +80,7 @@ def _over_srun(command: str, args: list[str], environment: dict[str, str], spec:
 
     from . import srun
 
-    where, asked, left_out = srun.select(os.environ, partition, nodelist)
-    outcomes = srun.dispatch_srun(os.environ, asked, command, args, environment, timeout=timeout,
-                                  holds_gpus=spec.holds_gpus, partition=partition,
-                                  busy_after=busy_after) if asked else []
+    where, outcomes, left_out = srun.survey(os.environ, partition, nodelist, command, args, environment,
+                                            timeout=timeout, holds_gpus=spec.holds_gpus, busy_after=busy_after)
     return FleetResult(command, list(args), where, mine, timeout, [node_report(command, o) for o in outcomes],
                        left_out, min_ready, engine="slurm")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 from .. import processes
@@ -44,7 +44,6 @@ class NodeState:
     gres: str = ""
     address: str | None = None
     partitions: tuple[str, ...] = ()
-    fields: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def drained(self) -> bool:
@@ -131,7 +130,7 @@ def parse_node(line: str, name: str) -> NodeState:
                          "name the node as slurm.conf does (SLURMD_NODENAME, or slurmd -N NAME)")
     state, flags = parse_state(fields.get("State", "unknown"))
     return NodeState(name, state, flags, reason, user, stamp, _none(fields.get("Gres")),
-                     fields.get("NodeAddr"), tuple(p for p in fields.get("Partitions", "").split(",") if p), fields)
+                     fields.get("NodeAddr"), tuple(p for p in fields.get("Partitions", "").split(",") if p))
 
 
 def parse_state(text: str) -> tuple[str, frozenset[str]]:

@@ -103,7 +103,7 @@ class GresCheck:
                 "problems": [p.to_json() for p in self.problems]}
 
 
-def check(node: str, gres_text: str, conf: GresConf, gpus: list[SeenGpu]) -> GresCheck:
+def compare(node: str, gres_text: str, conf: GresConf, gpus: list[SeenGpu]) -> GresCheck:
     """Compare Slurm's GPUs of ``node`` with NVML's (see the module docstring)."""
     found = GresCheck(node, parse_gres(gres_text), conf, gpus)
     found.problems = _count(found) + _types(found) + _files(found)

@@ -10,7 +10,6 @@ name read from the environment or a file never reaches ``scontrol`` unchecked.
 from __future__ import annotations
 
 import os
-import socket
 from typing import Iterable, Mapping
 
 from ..errors import UsageError
@@ -35,6 +34,8 @@ def this_node(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     given = env.get("SLURMD_NODENAME")
     if given is not None:
         return node_name(given, "SLURMD_NODENAME"), "SLURMD_NODENAME"
+    import socket  # only without SLURMD_NODENAME: slurmd sets it for every hook
+
     return node_name(socket.gethostname().split(".")[0], "the host name"), "the host name"
 
 

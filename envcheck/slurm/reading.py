@@ -1,7 +1,7 @@
 """Level-1 health read for Slurm's hooks: within a budget, and as problems.
 
-``read_level1(environ, seconds)`` reads ``host.level1`` in a thread of its own and waits at
-most ``seconds``: a GPU or driver that stops answering blocks inside NVML, where no signal
+``read_level1(environ)`` begins reading ``host.level1`` in a thread of its own (while the hook
+asks Slurm about the node) and its result waits at most the seconds it is given: a GPU or driver that stops answering blocks inside NVML, where no signal
 reaches, so a read that doesn't finish is a finding (``TIMEOUT_ID``, not-ready, of the node),
 never a hook that hangs until Slurm kills it. The thread is a daemon: the command answers and
 exits without it.
@@ -24,16 +24,17 @@ TIMEOUT_ID = "level1-timeout"
 COUNTED = ("not-ready", "degraded")
 
 
-def read_level1(environ: Mapping[str, str], seconds: float) -> HealthReport | None:
-    """The level-1 report, or None when it was not read within ``seconds`` (see above)."""
+def read_level1(environ: Mapping[str, str]) -> Callable[[float], HealthReport | None]:
+    """The level-1 read begun now (``started``): call the result with the seconds left to wait."""
     from ..host.level1 import level1
 
-    return within(seconds, lambda: level1(dict(environ)))
+    return started(lambda: level1(dict(environ)))
 
 
-def within(seconds: float, work: Callable[[], T]) -> T | None:
-    """``work()`` in a daemon thread, waited for at most ``seconds``: its value, or None when it
-    had not finished. An error it raised is raised here."""
+def started(work: Callable[[], T]) -> Callable[[float], T | None]:
+    """``work()`` begun now in a daemon thread; the result, called with ``seconds``, waits at most
+    that long: ``work``'s value, or None when it had not finished. An error it raised is raised
+    there, in the caller's thread."""
     done: list = []
 
     def run() -> None:
@@ -44,12 +45,20 @@ def within(seconds: float, work: Callable[[], T]) -> T | None:
 
     thread = threading.Thread(target=run, name="envcheck bounded read", daemon=True)
     thread.start()
-    thread.join(max(seconds, 0.0))
-    if not done:
-        return None
-    if isinstance(done[0], BaseException):
-        raise done[0]
-    return done[0]
+
+    def result(seconds: float) -> T | None:
+        thread.join(max(seconds, 0.0))
+        if not done:
+            return None
+        if isinstance(done[0], BaseException):
+            raise done[0]
+        return done[0]
+    return result
+
+
+def within(seconds: float, work: Callable[[], T]) -> T | None:
+    """``work()`` in a daemon thread, waited for at most ``seconds`` (``started``)."""
+    return started(work)(seconds)
 
 
 def timeout_problem(seconds: float) -> Problem:

@@ -6,8 +6,9 @@ with its own prefix, and envcheck resumes only a node whose reason carries it.
     for the node), the finding's id and the text the reason carries (the action, or for a
     GRES mismatch what differs).
 ``reason(problems)``
-    ``envcheck: gpu3 ecc-uncorrected-volatile: ACTION`` for the first not-ready problem (the
-    node's first, then by GPU), ``; +N more`` when there are others, on one line: control
+    ``envcheck: gpu3 ecc-uncorrected-volatile: ACTION`` for the first not-ready problem (in the
+    order the hook found them: level 1's of the node, then by GPU, then GRES, then envs; the
+    epilog's changes first), ``; +N more`` when there are others, on one line: control
     characters and runs of spaces made one space, cut to ``REASON_MAX`` characters. Slurm
     22.05 stores a reason whole (5,000 characters were kept) and ``sinfo -R`` shows it cut to
     its column: envcheck keeps its own short, so the slurmctld log and ``scontrol show node``
@@ -70,8 +71,7 @@ def one_line(text: str) -> str:
 
 def reason(problems: Iterable[Problem]) -> str | None:
     """The drain reason for the not-ready ``problems`` (see the module docstring); None if none."""
-    blocking = sorted((p for p in problems if p.effect == "not-ready"),
-                      key=lambda p: (p.gpu is not None, p.gpu or 0))
+    blocking = [p for p in problems if p.effect == "not-ready"]
     if not blocking:
         return None
     first = blocking[0]

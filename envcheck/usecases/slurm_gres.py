@@ -42,12 +42,12 @@ def gres_check(environ: Mapping[str, str], *, write: bool = False, gres_conf: st
     clock = Clock(BUDGET)
     node, _, state = read_node(environ, clock)
     conf = gresconf.load(gres_conf, environ)
-    report = read_level1(environ, clock.left())
+    report = read_level1(environ)(clock.left())
     if report is None:
         raise OperationError(f"NVML gave no answer within {BUDGET:g} s",
                              "check the GPUs with `nvidia-smi` and the kernel log; reboot the node if it hangs")
     if report.verdict == "no-gpu" and write:
         raise OperationError("NVML sees no GPU here: there is no gres.conf line to write",
                              "install the NVIDIA driver, or remove this node's gpu lines from gres.conf")
-    found = gres.check(node, state.gres, conf, gres.seen_gpus(report))
+    found = gres.compare(node, state.gres, conf, gres.seen_gpus(report))
     return GresResult(found, state, write, gres.lines(found, dev_dir(environ)) if write else [])

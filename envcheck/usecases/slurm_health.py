@@ -6,8 +6,8 @@ well under the 60 s after which slurmd kills the program):
 1. this node's name (``SLURMD_NODENAME``, else the short host name) and its state in Slurm
    (``scontrol show node``), and gres.conf: an unknown node, a slurmctld that doesn't answer,
    a malformed gres.conf or no Slurm here is bad input: exit 2, nothing drained;
-2. level-1 health of every GPU (``slurm.reading``: a read that doesn't finish is a not-ready
-   finding), the GRES consistency of the node (``slurm.gres``), and with ``envs`` the gate of
+2. level-1 health of every GPU (``slurm.reading``, begun while Slurm is asked: a read that
+   doesn't finish is a not-ready finding), the GRES consistency of the node (``slurm.gres``), and with ``envs`` the gate of
    each of those envs (``usecases.gate.check``; not ready: a not-ready problem);
 3. the decision (``slurm.reasons.decide``) and, unless ``dry_run``, the ``scontrol update``
    that carries it out, last: an error of envcheck's own before it drains nothing.
@@ -25,7 +25,8 @@ from typing import Any, ClassVar, Mapping
 from ..errors import OperationError, UsageError
 from ..paths import Home
 from ..results import Result
-from ..slurm import client, gres, gresconf, journal, names
+from ..slurm import client, gresconf, journal, names
+from ..slurm.gres import GresCheck, compare, seen_gpus
 from ..slurm.reading import problems_of, read_level1, timeout_problem, within
 from ..slurm.reasons import Action, Problem, decide
 
@@ -69,7 +70,7 @@ class NodeCheck(Result):
     argv: list[str] | None = None
     dry_run: bool = False
     done: bool = False  # the scontrol update ran
-    gres: gres.GresCheck | None = None
+    gres: GresCheck | None = None
     seconds: float | None = None
     health_verdict: str | None = None  # level 1's, None when not read in time
 
@@ -128,16 +129,17 @@ def healthcheck(home: Home, environ: Mapping[str, str], *, budget: float = DEFAU
                 gres_conf: str | None = None) -> NodeCheck:
     """Check this node and drain or resume it (see the module docstring)."""
     clock = Clock(budget_of(budget))
+    reading = read_level1(environ)  # while Slurm is asked; a bad answer below abandons it
     node, source, state = read_node(environ, clock)
     conf = gresconf.load(gres_conf, environ)
     check = NodeCheck(node, source, state, budget, dry_run=dry_run)
-    report = read_level1(environ, clock.left(keep=min(5.0, budget / 4)))
+    report = reading(clock.left(keep=min(5.0, budget / 4)))
     if report is None:
         check.problems.append(timeout_problem(round(clock.spent(), 1)))
         return act(check, environ, clock)
     check.health_verdict = report.verdict
     check.problems += problems_of(report)
-    check.gres = gres.check(node, state.gres, conf, gres.seen_gpus(report))
+    check.gres = compare(node, state.gres, conf, seen_gpus(report))
     check.problems += check.gres.problems
     if envs or check_envs:
         check.problems += env_problems(home, report, envs, check_envs, clock)

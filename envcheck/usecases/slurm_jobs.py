@@ -64,7 +64,7 @@ def prolog(home: Home, environ: Mapping[str, str], *, budget: float = DEFAULT_BU
     if not (environ.get("SLURM_JOB_GPUS") or environ.get("CUDA_VISIBLE_DEVICES")):
         check.gpus, check.gpus_from = [], "the job has no GPU: nothing to check"
         return act(check, environ, clock, may_resume=False)
-    report = read_level1(environ, clock.left(keep=min(2.0, budget / 4)))
+    report = read_level1(environ)(clock.left(keep=min(2.0, budget / 4)))
     if report is None:
         check.problems.append(timeout_problem(round(clock.spent(), 1)))
         return act(check, environ, clock, may_resume=False)
@@ -88,7 +88,7 @@ def epilog(home: Home, environ: Mapping[str, str], *, budget: float = DEFAULT_BU
         if before is None and not (environ.get("SLURM_JOB_GPUS") or environ.get("CUDA_VISIBLE_DEVICES")):
             check.gpus, check.gpus_from = [], "the job has no GPU: nothing to compare"
             return act(check, environ, clock, may_resume=False)
-        report = read_level1(environ, clock.left(keep=min(2.0, budget / 4)))
+        report = read_level1(environ)(clock.left(keep=min(2.0, budget / 4)))
         if report is None:
             check.problems.append(timeout_problem(round(clock.spent(), 1)))
             return act(check, environ, clock, may_resume=False)
