@@ -191,9 +191,10 @@ def inner(runs: int) -> None:
     print(json.dumps(times))
 
 
-def report(one: dict, two: dict, three: dict, runs: int) -> str:
+def report(one: dict, two: dict, three: dict, runs: int, fleet_runs: int) -> str:
     lines = ["## Issue 30: Slurm's health check, job hooks and the fleet over srun", "",
-             f"`python bench/bench_slurm.py --runs {runs} --cycles {two['cycles']}` on {os.cpu_count()} CPUs "
+             f"`python bench/bench_slurm.py --runs {runs} --cycles {two['cycles']} --fleet-runs {fleet_runs}` on "
+             f"{os.cpu_count()} CPUs "
              "(a real slurm-wlm 22.05 cluster on this machine, tests/slurm_cluster.py; medians of interleaved runs).", "",
              "| command (`g8`: 8 stand-in A100s) | median s | ratio |", "|---|---:|---:|"]
     base = one["medians"]["envcheck gpu --level 1 --json"]
@@ -206,7 +207,7 @@ def report(one: dict, two: dict, three: dict, runs: int) -> str:
               f"({two['healthy_s']:.0f} s): {two['drains']} drains, {two['nonzero']} non-zero exits, "
               f"reason left in `sinfo -R`: {two['reason_left'] or 'none'} (target: 0 false drains, "
               f"{'met' if not two['drains'] and not two['nonzero'] and not two['reason_left'] else 'MISSED'}).", "",
-              *[f"- {count} x {said}" for said, count in two["why"].items()], "",
+              *([f"- {count} x {said}" for said, count in two["why"].items()] + [""] if two["why"] else []),
               "| fault injected | reason expected to start with | drained so | resumed once cleared |",
               "|---|---|:---:|:---:|"]
     for f in two["faults"]:
@@ -257,7 +258,7 @@ def main() -> None:
     if left:
         sys.exit(f"bench_slurm: Slurm processes left running: {left}")
     RESULTS.mkdir(exist_ok=True)
-    text = report(one, two, three, options.runs)
+    text = report(one, two, three, options.runs, options.fleet_runs)
     (RESULTS / "slurm.md").write_text(text)
     (RESULTS / "slurm.json").write_text(json.dumps({"machine": machine(), "healthcheck": one, "cycles": two,
                                                      "fleet": three}, indent=1))
