@@ -1,7 +1,8 @@
 """envcheck: manage deep-learning envs and prove, with evidence, that they train on this machine."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
+
 __all__ = ["__version__", "ensure_ready", "NotReady"]
 
 

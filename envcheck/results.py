@@ -22,6 +22,11 @@ VERDICTS = ("ready", "degraded", "not-ready")
 OK_VERDICTS = ("ready", "degraded")  # the verdicts one can train with
 HEALTH_VERDICTS = ("ready", "degraded", "not-ready", "no-gpu")  # a node's level-1 health
 HOST_SCHEMA = "envcheck.host/1"  # the host facts ``node`` carries (``host.probe.HostState``)
+# A fleet that reaches a node's envcheck without a task of its own (Slurm's srun) sets this
+# variable to 1: that envcheck then writes ``VERSION_LINE`` + its version as its first line on
+# stderr, so the node's version costs no second start (``cli.run``; ``fleet.srun`` reads it).
+VERSION_VARIABLE = "ENVCHECK_SAY_VERSION"
+VERSION_LINE = "envcheck-version: "
 
 
 def verdict_of_statuses(statuses) -> str:

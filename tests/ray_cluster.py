@@ -222,6 +222,7 @@ def envcheck_of_version(folder: Path, wheels: Path, version: str) -> Path:
              if p.is_file() and "__pycache__" not in p.parts}
     files.update({f"envcheck/data/presets/{p.name}": p.read_text() for p in (ROOT / "presets").glob("*.toml")})
     files[f"envcheck-{version}.dist-info/entry_points.txt"] = "[console_scripts]\nenvcheck = envcheck.cli:run\n"
+    files["envcheck/_version.py"] = f"__version__ = {version!r}\n"  # as a release of that version says it
     wheel = build_wheel(wheels, "envcheck", version, files=files)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     import sysconfig

@@ -39,12 +39,13 @@ JINJA_COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
 # statement of the rule: each package's ``__init__`` docstring says which of the units below
 # it uses, and why.
 LAYERS = (
-    ("errors", "paths", "atomic", "results", "progress", "distributions", "_guard", "data"),
+    ("errors", "paths", "atomic", "results", "progress", "distributions", "_guard", "data", "_version"),
     ("durations",),  # raises errors' UsageError
     ("child_env",),
     ("processes",),
     ("envs", "frameworks"),  # neither imports the other
     ("host",),
+    ("slurm",),  # Slurm's commands, drain reasons, gres.conf: the slurm use cases and the fleet use it
     ("validation",),
     ("usecases", "fleet"),  # the fleet runs envcheck itself on each node, as a subprocess
     ("cli", "envcheck"),

@@ -62,12 +62,26 @@ def _click_exit_code(exc: Exception) -> int | None:
     return None
 
 
+def _say_version() -> None:
+    """With ``results.VERSION_VARIABLE`` set to 1 (a fleet over srun asks so), this envcheck's
+    version as the first line on stderr."""
+    import os
+
+    from ..results import VERSION_LINE, VERSION_VARIABLE
+
+    if os.environ.get(VERSION_VARIABLE) == "1":
+        from .._version import __version__
+
+        print(f"{VERSION_LINE}{__version__}", file=sys.stderr, flush=True)
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry: every error becomes one line and an exit code. However many
     interrupts arrive, and wherever they land, the first ends the command (130) and the others
     do nothing: no traceback, no "Exception ignored" (see ``processes.end_at_first_interrupt``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     verbose = "-v" in argv or "--verbose" in argv
+    _say_version()
     try:
         try:
             end_at_first_interrupt()

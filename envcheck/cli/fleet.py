@@ -1,5 +1,5 @@
 """`envcheck fleet doctor|gpu|labels|validate|check|provision`: the same command on every node of a
-Ray cluster, one aggregated answer.
+Ray cluster (or of Slurm, `--engine slurm`), one aggregated answer.
 
 Each subcommand takes the fleet's options, then the options of the single-host command of
 its name, which are checked here (a bad one is exit 2 before the cluster is asked) and passed
@@ -55,6 +55,34 @@ BUSY_AFTER_OPTION = Option("--busy-after", "busy_after", "a node whose GPUs othe
                            "this long is `busy`", BUSY_AFTER, seconds, "SECONDS", show_default=True)
 
 
+ENGINE = Option("--engine", "engine", "ray: a Ray cluster's nodes; slurm: Slurm's, through srun (inside an "
+                "allocation its nodes, else --partition/--nodelist)", "ray", lambda text: _choice(text, ENGINES),
+                "ray|slurm", show_default=True)
+PARTITION = Option("--partition", "partition", "with --engine slurm: the nodes of this partition", None, str,
+                   "PARTITION")
+NODELIST = Option("--nodelist", "nodelist", "with --engine slurm: these nodes (a Slurm host list, n[1-4])", None,
+                  str, "NODES")
+ENGINES = ("ray", "slurm")
+RAY_ONLY = {"address": "--address", "nodes": "--nodes", "include_head": "--include-head"}
+SLURM_ONLY = {"partition": "--partition", "nodelist": "--nodelist"}
+
+
+def _choice(text: str, choices: tuple[str, ...]) -> str:
+    if text not in choices:
+        from ..errors import UsageError
+
+        raise UsageError(f"unknown engine {text!r}", f"use one of: {', '.join(choices)}")
+    return text
+
+
+def _engine_options(engine: str, given: dict) -> None:
+    """An option of the other engine is a usage error, said before anything is asked."""
+    other = SLURM_ONLY if engine == "ray" else RAY_ONLY
+    for dest, flag in other.items():
+        if given.get(dest):
+            raise click.UsageError(f"{flag} is for --engine {'slurm' if engine == 'ray' else 'ray'}, not {engine}")
+
+
 def timeout_option(default: float) -> Option:
     return Option("--timeout", "timeout", "how long to wait for each node's answer; a node that "
                   "gave none by then is `lost`", default, seconds, "SECONDS", show_default=True)
@@ -62,14 +90,19 @@ def timeout_option(default: float) -> Option:
 
 @click.group()
 def fleet() -> None:
-    """Run an envcheck command on every node of a Ray cluster; one aggregated answer.
+    """Run an envcheck command on every node of a Ray cluster or of Slurm; one aggregated answer.
 
-    Needs Ray on every node, in the Python that runs envcheck: pip install 'envcheck[fleet]'.
-    Run it on a node of the cluster (a Ray driver attaches to its local raylet). Each node
-    runs its own envcheck (the `envcheck` on its PATH, else `python -m envcheck` of the
-    Python Ray runs there) with its own env home and GPUs. Exit 0 when every node asked is
-    ready (or at least --min-ready of them), 1 otherwise, 2 on bad usage or no cluster to
-    connect to.
+    Ray (the default): needs Ray on every node, in the Python that runs envcheck: pip install
+    'envcheck[fleet]'. Run it on a node of the cluster (a Ray driver attaches to its local
+    raylet). Each node runs its own envcheck (the `envcheck` on its PATH, else `python -m
+    envcheck` of the Python Ray runs there) with its own env home and GPUs.
+
+    --engine slurm: one srun step, a task per node, inside an allocation (salloc, sbatch) on
+    its nodes, else on those of --partition/--nodelist (drained and down nodes are left out,
+    with their reasons); each node runs the `envcheck` on the PATH srun gives its tasks.
+
+    Exit 0 when every node asked is ready (or at least --min-ready of them), 1 otherwise, 2 on
+    bad usage, no cluster to connect to, or no Slurm allocation or nodes to run on.
     """
 
 
@@ -118,16 +151,18 @@ def _subcommand(name: str) -> click.Command:
     spec = COMMANDS[name]
 
     @pass_ctx
-    def run(ctx, address, nodes, include_head, timeout, min_ready, as_json, args,
+    def run(ctx, engine, address, nodes, include_head, partition, nodelist, timeout, min_ready, as_json, args,
             device_timeout=None, busy_after=BUSY_AFTER, level=None):
+        _engine_options(engine, {"address": address, "nodes": nodes, "include_head": include_head,
+                                 "partition": partition, "nodelist": nodelist})
         forwarded, environment = _forwarded(name, args, device_timeout, level)
         ctx.finish(survey(name, forwarded, environment, address=address, nodes=nodes,
                           include_head=include_head, timeout=timeout, min_ready=min_ready,
-                          busy_after=busy_after), as_json)
+                          busy_after=busy_after, engine=engine, partition=partition, nodelist=nodelist), as_json)
 
     run.__doc__ = (f"{SUMMARIES[name]}\n\nOptions after the fleet's own are those of `envcheck {name}` "
                    f"(see `envcheck {name} --help`), passed to every node.")
-    options = [ADDRESS, NODES, INCLUDE_HEAD, timeout_option(spec.timeout), MIN_READY]
+    options = [ENGINE, ADDRESS, NODES, INCLUDE_HEAD, PARTITION, NODELIST, timeout_option(spec.timeout), MIN_READY]
     options += [DEVICE_TIMEOUT_OPTION] if name in DEVICE_TIMEOUT else []
     options += [BUSY_AFTER_OPTION] if spec.holds_gpus else []
     options += [FLEET_LEVEL] if name in LEVELLED else [FLEET_GPU_LEVEL] if name == "gpu" else []

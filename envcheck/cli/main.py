@@ -26,6 +26,7 @@ COMMANDS = {
     "metrics": "metrics:metrics",
     "labels": "metrics:labels",
     "serve": "serve:serve",
+    "slurm": "slurm:slurm",
 }
 
 
@@ -62,12 +63,20 @@ class Context:
     (made on first use, so commands that need neither store nor host pay for neither)."""
 
     def __init__(self, home: str | None, verbose: bool, quiet: bool = False):
-        from ..paths import Home
-
-        self.home = Home(home)
+        self._home_given, self._home = home, None
         self.verbose = verbose
         self.quiet = quiet
         self._session = None
+
+    @property
+    def home(self):
+        """The env home (``paths.Home``), made on first use: a command that keeps nothing (the
+        fleet's driver) doesn't pay for finding the platform's data folder."""
+        if self._home is None:
+            from ..paths import Home
+
+            self._home = Home(self._home_given)
+        return self._home
 
     @property
     def session(self):

@@ -1,9 +1,10 @@
 """The fleet's answer: one ``envcheck.fleet/1`` document, a record per node and a summary.
 
-Per node: its Ray facts (id, address, labels, Ray's GPU count and accelerator type), the
-envcheck it ran and that envcheck's version, its exit code, a verdict and the node's own
-document. Verdicts: the node's own ``ready``, ``degraded`` or ``not-ready`` (its document's
-result envelope, ``reading``); ``busy`` (its GPUs held by other Ray work past the bound),
+Per node: its engine's facts (``cluster.Node``: Ray's id, address, labels, GPU count and
+accelerator type; or Slurm's name, address, partitions, ``Gres=`` count and type, state and
+reason), the envcheck it ran and that envcheck's version, its exit code, a verdict and the
+node's own document. Verdicts: the node's own ``ready``, ``degraded`` or ``not-ready`` (its
+document's result envelope, ``reading``); ``busy`` (its GPUs held by other work past the bound),
 ``no-envcheck``, ``error`` (its envcheck did not answer the question, or is too old to answer
 with the result envelope), ``unreachable`` (the task never started there) and ``lost`` (it
 started, then the node died or gave no answer in time).
@@ -32,6 +33,14 @@ from .health import HEALTH_VERDICTS
 from .reading import OK_VERDICTS, Reading, read
 
 VERDICTS = ("ready", "degraded", "not-ready", "busy", "no-envcheck", "error", "unreachable", "lost")
+FIXES = {  # a node that gave no answer, by engine and outcome
+    "ray": {"busy": "wait for the jobs holding them (`ray status`), or allow more --busy-after",
+            "unreachable": "check the node with `ray status`",
+            "lost": "check the node with `ray status` and its raylet log"},
+    "slurm": {"busy": "wait for the jobs holding them (`squeue -w {node}`), or allow more --busy-after",
+              "unreachable": "check the node with `scontrol show node {node}` and its slurmd log",
+              "lost": "check the node with `scontrol show node {node}` and its slurmd log"},
+}
 
 
 @dataclass
@@ -71,9 +80,7 @@ def node_report(command: str, outcome: Outcome) -> NodeReport:
     """What one node answered, read."""
     answer = outcome.answer
     if answer is None:
-        fix = {"busy": "wait for the jobs holding them (`ray status`), or allow more --busy-after",
-               "unreachable": "check the node with `ray status`",
-               "lost": "check the node with `ray status` and its raylet log"}[outcome.state]
+        fix = FIXES[outcome.node.engine][outcome.state].format(node=outcome.node.id)
         return NodeReport(outcome.node, outcome.state, outcome.cause, fix, seconds=outcome.seconds,
                           ready_envs=None if command == "gpu" else [])
     reading: Reading = read(command, answer)
@@ -97,8 +104,9 @@ class FleetResult(Result):
     envcheck_version: str  # this envcheck's, the driver's
     timeout: float
     nodes: list[NodeReport] = field(default_factory=list)
-    left_out: list[Node] = field(default_factory=list)  # the head without GPUs
+    left_out: list[Node] = field(default_factory=list)  # the head without GPUs; Slurm's drained and down nodes
     min_ready: int | None = None
+    engine: str = "ray"
 
     @property
     def ready_count(self) -> int:
@@ -160,9 +168,8 @@ class FleetResult(Result):
                 "envs": compare_envs(self.nodes)}
 
     def body(self) -> dict[str, Any]:
-        return {"command": self.command, "args": self.args, "address": self.address,
+        return {"command": self.command, "args": self.args, "engine": self.engine, "address": self.address,
                 "envcheck_version": self.envcheck_version, "timeout": self.timeout,
                 "min_ready": self.min_ready, "summary": self.summary(),
                 "nodes": [n.to_json() for n in self.nodes],
-                "left_out": [{**n.to_json(), "why": "the head node has no GPUs (--include-head asks it)"}
-                             for n in self.left_out]}
+                "left_out": [{**n.to_json(), "why": n.left_out_why()} for n in self.left_out]}

@@ -16,13 +16,11 @@ the head included. A term that matches no alive node is a UsageError listing the
 from __future__ import annotations
 
 import gc
-import logging
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from . import address
 
 INSTALL = "pip install 'envcheck[fleet]' (it installs Ray)"
 HEAD_RESOURCE = "node:__internal_head__"
@@ -39,6 +37,8 @@ def import_ray() -> Any:
     That is about 0.04 s off importing and connecting, 0.1 s off exiting (BENCHMARKS.md)."""
     if sys.modules.get("ray") is not None:  # imported already (None: an import that failed)
         return sys.modules["ray"]
+    from . import address  # here: the Slurm engine, which shares Node, never pays for it
+
     address.bound_ray_connect()  # read by Ray as it is imported
     enabled = gc.isenabled()
     gc.disable()
@@ -55,16 +55,23 @@ def import_ray() -> Any:
 
 @dataclass(frozen=True)
 class Node:
+    """A node as its engine knows it: a Ray node (its id, ``ray.nodes()``'s facts) or a Slurm
+    node (``engine`` "slurm": its name as id, its ``Gres`` count and type, its state and reason
+    as ``sinfo`` says them)."""
     id: str
     address: str
     labels: dict[str, str] = field(default_factory=dict)
-    gpus: int = 0  # as Ray counts them (it reads NVML when the node starts)
+    gpus: int = 0  # as the engine counts them (Ray reads NVML when the node starts; Slurm, its Gres=)
     accelerator_type: str | None = None
     is_head: bool = False
+    engine: str = "ray"
+    state: str | None = None  # Slurm's
+    reason: str | None = None  # Slurm's, when it has one
 
     @property
     def short_id(self) -> str:
-        return self.id[:8]
+        """A Ray node id's first 8 characters; a Slurm node's name."""
+        return self.id[:8] if self.engine == "ray" else self.id
 
     @property
     def own_labels(self) -> dict[str, str]:
@@ -75,9 +82,17 @@ class Node:
         labels = ",".join(f"{k}={v}" for k, v in self.own_labels.items())
         return f"{self.short_id} {self.address}" + (f" ({labels})" if labels else "")
 
+    def left_out_why(self) -> str:
+        """Why the fleet asked it nothing: the head without GPUs, or Slurm's state and reason."""
+        if self.engine == "slurm":
+            return f"{self.state} in Slurm" + (f": {self.reason}" if self.reason else "") + " (srun runs nothing there)"
+        return "the head node has no GPUs (--include-head asks it)"
+
     def to_json(self) -> dict[str, Any]:
         return {"node_id": self.id, "address": self.address, "labels": dict(self.labels),
-                "head": self.is_head, "ray_gpus": self.gpus, "accelerator_type": self.accelerator_type}
+                "head": self.is_head, "engine": self.engine, "gpus": self.gpus,
+                "ray_gpus": self.gpus if self.engine == "ray" else None,
+                "accelerator_type": self.accelerator_type, "state": self.state, "reason": self.reason}
 
 
 def node_from_ray(info: dict[str, Any]) -> Node:
@@ -96,6 +111,10 @@ def node_from_ray(info: dict[str, Any]) -> Node:
 def connect(ray: Any, given: str | None) -> str:
     """Connect this process to the cluster as a driver; the address connected to. What
     answers there is asked first (``address``): Ray's connect is left only what may be Ray."""
+    import logging
+
+    from . import address
+
     target = address.resolve(given)
     address.check(target)
     try:

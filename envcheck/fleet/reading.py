@@ -41,8 +41,8 @@ class Reading:
 def read(command: str, answer: dict[str, Any]) -> Reading:
     """What the node's answer to ``command`` means (see the module docstring)."""
     python = answer.get("python")
-    if not answer.get("installed", True):
-        return Reading("no-envcheck", answer.get("error"), INSTALL_FIX.format(python=python))
+    if not answer.get("installed", True):  # the engine may say how to install it there (Slurm: on srun's PATH)
+        return Reading("no-envcheck", answer.get("error"), answer.get("fix") or INSTALL_FIX.format(python=python))
     if answer.get("timed_out"):
         return Reading("lost", "the node's envcheck gave no answer within --timeout")
     document, code = answer.get("document"), answer.get("exit_code")

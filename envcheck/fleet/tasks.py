@@ -77,14 +77,14 @@ def answer(command: str, args: list[str], environment: dict[str, str], timeout: 
     if _missing(versioned.stderr):
         return {**reply, "installed": False, "error": _not_installed(argv)}
     reply["version"] = _version(versioned.stdout)
-    reply.update(exit_code=done.returncode, timed_out=done.timed_out, error=_last_line(done.stderr))
-    reply["document"], bad = _document(done.stdout)
+    reply.update(exit_code=done.returncode, timed_out=done.timed_out, error=last_line(done.stderr))
+    reply["document"], bad = parse_document(done.stdout)
     reply["error"] = reply["error"] or bad
     reply["host"] = host_of(reply["document"])
     left = timeout - (time.monotonic() - started)
     if reply["host"] is None and left > 1.0:
         probe = _run(processes, [*argv, "gpu", "--json"], env, min(HOST_TIMEOUT, left))
-        reply["host"] = host_of(_document(probe.stdout)[0])
+        reply["host"] = host_of(parse_document(probe.stdout)[0])
     return reply
 
 
@@ -173,19 +173,19 @@ def _version(stdout: str) -> str | None:
     return words[-1] if "version" in words[:-1] else None
 
 
-def _last_line(text: str) -> str | None:
+def last_line(text: str) -> str | None:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else None
 
 
-def _document(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
+def parse_document(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
     """The JSON document a command printed, or (None, why not)."""
     if not stdout.strip():
         return None, None
     try:
         data = json.loads(stdout)
     except ValueError:
-        return None, f"the node's envcheck printed no JSON: {_last_line(stdout)[:200]}"
+        return None, f"the node's envcheck printed no JSON: {last_line(stdout)[:200]}"
     return (data, None) if isinstance(data, dict) else (None, "the node's envcheck printed no JSON object")
 
 

@@ -36,6 +36,8 @@
  *                           links past LINKS answer INVALID_ARGUMENT)
  *   FAKE_NVML_INIT_ERROR    nvmlReturn_t code returned by nvmlInit_v2 / nvmlInitWithFlags
  *   FAKE_NVML_ERROR_<fn>    "CODE" (every call of fn) or "CODE:I,J" (only for GPUs I and J)
+ *   FAKE_NVML_HANG_<fn>     "SECONDS" or "SECONDS:I,J": fn answers only after SECONDS (a GPU
+ *                           that stopped answering; for every GPU, or only GPUs I and J)
  *   FAKE_NVML_TRACE         a file; the name of every function called is appended to it
  *
  * A function is left out of the library (dlsym fails, as with an older driver) by compiling
@@ -44,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct fake_device *nvmlDevice_t;
@@ -273,11 +276,35 @@ static nvmlReturn_t injected(const char *fn, int gpu)
     return 0;
 }
 
+/* FAKE_NVML_HANG_<fn>: "SECONDS" (every call of fn) or "SECONDS:I,J" (only for GPUs I and J):
+   the call answers only after that long, as NVML does for a GPU that stopped answering. */
+static void hang(const char *fn, int gpu)
+{
+    char key[160];
+    snprintf(key, sizeof key, "FAKE_NVML_HANG_%s", fn);
+    const char *v = getenv(key);
+    if (!v || !*v) return;
+    char *end;
+    double seconds = strtod(v, &end);
+    int match = *end != ':';
+    for (const char *p = end + 1; !match && *end == ':' && *p;) {
+        long i = strtol(p, &end, 10);
+        if (end == p) break;
+        match = i == gpu;
+        p = *end ? end + 1 : end;
+    }
+    if (match && seconds > 0) {
+        struct timespec t = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+        while (nanosleep(&t, &t) != 0) {}
+    }
+}
+
 static nvmlReturn_t enter(const char *fn, int gpu)
 {
     load();
     trace(fn);
     if (init_count == 0) return 1; /* NVML_ERROR_UNINITIALIZED */
+    hang(fn, gpu);
     return injected(fn, gpu);
 }
 

@@ -35,6 +35,10 @@ TEXT = {
     "envcheck.usecases.cache:CacheInfo": "cache:cache_info",
     "envcheck.usecases.cache:CacheCleaned": "cache:cache_cleaned",
     "envcheck.fleet.aggregate:FleetResult": "fleet:fleet",
+    "envcheck.usecases.slurm_health:NodeCheck": "slurm:node_check",
+    "envcheck.usecases.slurm_jobs:JobCheck": "slurm:node_check",
+    "envcheck.usecases.slurm_jobs:EpilogCheck": "slurm:node_check",
+    "envcheck.usecases.slurm_gres:GresResult": "slurm:gres_result",
 }
 MARKDOWN = {
     "envcheck.usecases.bugreport:BugReport": "markdown:bug_report",

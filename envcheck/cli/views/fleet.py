@@ -9,7 +9,7 @@ from ..render import colour, table
 
 def fleet(result: Any) -> str:
     lines = [f"envcheck fleet {result.command} at {result.address}: {len(result.nodes)} node(s) asked"]
-    rows = [("NODE", "ADDRESS", "LABELS", "RAY GPUS", "ENVCHECK", "EXIT", "VERDICT")]
+    rows = [("NODE", "ADDRESS", "LABELS", f"{result.engine.upper()} GPUS", "ENVCHECK", "EXIT", "VERDICT")]
     rows += [_row(n) for n in result.nodes]
     lines += table(rows) if result.nodes else ["no node to ask"]
     bad = [n for n in result.nodes if not n.ready]
@@ -21,7 +21,7 @@ def fleet(result: Any) -> str:
     if result.command == "labels":
         lines += ["", "labels:"] + [f"  {n.node.short_id}: {_labels(n)}" for n in result.nodes]
     lines += [""] + _common(result)
-    lines += [f"left out: {n.describe()} (the head, no GPUs; --include-head asks it)" for n in result.left_out]
+    lines += [f"left out: {n.describe()}: {n.left_out_why()}" for n in result.left_out]
     verdict = colour("ready") if result.ok else colour("NOT READY")
     lines.append(f"fleet: {verdict}: {result.ready_count} of {len(result.nodes)} node(s) ready, "
                  f"{result.needed} needed")
