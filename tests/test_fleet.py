@@ -54,7 +54,10 @@ def cluster(fake_nvml, tmp_path_factory):
     ray = RayCluster(root)
     try:
         ray.start_head(fake_nvml.env(gpus=()))
-        for name, gpus, extra in (("a100", (A100, A100), {}), ("t4", (T4,), OLD_DRIVER), ("cpu", (), {})):
+        no_devices = root / "dev-none"  # a CPU node: no GPU, no NVIDIA device node
+        no_devices.mkdir()
+        for name, gpus, extra in (("a100", (A100, A100), {}), ("t4", (T4,), OLD_DRIVER),
+                                  ("cpu", (), {"ENVCHECK_TEST_DEV_DIR": str(no_devices)})):
             env = fake_nvml.env(gpus=gpus, ENVCHECK_HOME=str(root / f"home-{name}"), **extra)
             if name == "t4":
                 env["PATH"] = f"{old_bin}:{env['PATH']}"
@@ -207,7 +210,9 @@ def test_provision_runs_the_installer_hook_on_every_node_idempotently(cluster, p
     assert first.code == 0, first.err + first.out
     for label, node in by_label(first.json()).items():
         (env,) = node["report"]["envs"]
-        assert (env["name"], env["action"], env["verdict"]) == ("standin-cpu", "created", "ready"), label
+        # a CPU build beside a node's usable GPU ignores it: degraded there (issue 28), ready on the CPU node
+        expected = "ready" if label == "cpu" else "degraded"
+        assert (env["name"], env["action"], env["verdict"]) == ("standin-cpu", "created", expected), label
         assert (cluster.work / f"home-{label}" / "envs" / "standin-cpu").is_dir()  # in the node's own home
     assert first.json()["summary"]["envs_ready_everywhere"] == ["standin-cpu"]
     assert first.json()["summary"]["driver_versions"] == ["470.82.01", "550.54.15"]  # measured besides
@@ -230,9 +235,10 @@ def test_an_index_url_with_credentials_stays_off_the_nodes_command_line_and_the_
 def test_check_answers_from_each_nodes_stored_validation(cluster, provisioned):
     r = fleet(cluster, "check", "--env", "standin-cpu", "--json")
     assert r.code == 0, r.err
-    for node in r.json()["nodes"]:
+    for label, node in by_label(r.json()).items():
         assert node["report"]["schema"] == "envcheck.gate/1"
-        assert (node["report"]["env"], node["report"]["cached"], node["verdict"]) == ("standin-cpu", True, "ready")
+        expected = "ready" if label == "cpu" else "degraded"  # a CPU build beside a GPU ignores it
+        assert (node["report"]["env"], node["report"]["cached"], node["verdict"]) == ("standin-cpu", True, expected)
     assert r.json()["summary"]["envs_ready_everywhere"] == ["standin-cpu"]
     gone = fleet(cluster, "check", "--env", "no-such-env", "--nodes", "fleet-node=cpu", "--json")
     node = by_label(gone.json())["cpu"]
