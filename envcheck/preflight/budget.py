@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass, field
 
 CONNECT_S = 3.0  # connecting to the cluster (Ray) or asking Slurm for the nodes
-FACTS_S = 12.0  # the facts round: envcheck on every node, NVML and the env's digest
-TURN_S = 9.0  # one turn of probes
-COLLECTIVE_S = 8.0  # one collective across the nodes (the env's interpreter on every node, its rendezvous)
-RECORD_S = 4.0  # every node's verdict recorded
+FACTS_S = 6.0  # the facts round: envcheck on every node (Ray: its first task starts a worker there)
+TURN_S = 8.0  # one turn of probes (4 to 5 s on a 2-core CPU node here)
+COLLECTIVE_S = 7.0  # one collective across the nodes (4 to 5 s for 4 CPU nodes on one 2-core machine)
+RECORD_S = 3.0  # every node's verdict recorded
 MINIMUM = {"connect": CONNECT_S, "facts": FACTS_S, "turn": TURN_S, "collective": COLLECTIVE_S,
            "record": RECORD_S}
 

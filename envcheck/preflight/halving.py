@@ -2,7 +2,7 @@
 groups of the nodes are tested again until the node or the pair at fault is named, in at most
 ceil(log2 N) + 1 collectives in all (the first one included).
 
-A round tests groups that share no node, all at once (one dispatch). A ``Test`` is bad when a
+A round tests groups that share no node, all at once (one dispatch). A ``Trial`` is bad when a
 rank failed or gave no answer in the round's share, or, with ``--min-busbw``, when its bus
 bandwidth is below that floor. A node in a passing group is proven good. Each group known to
 hold a fault (a suspect) is split:
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class Test:
+class Trial:
     nodes: tuple[str, ...]
     ok: bool
     why: str | None = None  # a bad test's first cause
@@ -55,13 +55,13 @@ class Named:
 class Halving:
     nodes: list[str]
     max_rounds: int
-    rounds: list[list[Test]] = field(default_factory=list)
+    rounds: list[list[Trial]] = field(default_factory=list)
     suspects: list[tuple[str, ...]] = field(default_factory=list)
     good: set[str] = field(default_factory=set)
     named: list[Named] = field(default_factory=list)
     _plan: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = field(default_factory=list)
 
-    def first(self, test: Test) -> None:
+    def first(self, test: Trial) -> None:
         """The collective across every node."""
         self.rounds.append([test])
         if test.ok:
@@ -96,7 +96,7 @@ class Halving:
             self._name_singles()
         return groups
 
-    def record(self, tests: list[Test]) -> None:
+    def record(self, tests: list[Trial]) -> None:
         """The round's outcomes, for the groups ``next_round`` gave (in any order)."""
         by_nodes = {t.nodes: t for t in tests}
         self.rounds.append(list(tests))

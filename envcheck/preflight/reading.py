@@ -1,6 +1,6 @@
 """The nodes' answers to a preflight's rounds, read: each node's facts (``NodeFacts``), its probes
 as samples to score (``samples``), a straggler GPU's likely causes (``causes``), a collective's
-outcome as a halving ``Test`` (``test_of``) and the configuration the fleet compares
+outcome as a halving ``Trial`` (``test_of``) and the configuration the fleet compares
 (``configuration``). A node's answer is its document as ``fleet.aggregate.node_report`` read it:
 no document is a node that did not answer (``lost``), or whose envcheck could not (``failed``).
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..fleet.aggregate import NodeReport
-from .halving import Test
+from .halving import Trial
 from .scoring import Sample
 
 SILENT = ("lost", "unreachable", "busy")  # verdicts of a node whose task gave no answer
@@ -91,6 +91,32 @@ def samples(node: str, probe: dict[str, Any]) -> list[Sample]:
     return found
 
 
+def best_of(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """A node probed twice: each figure the higher of its two (the second probe's facts, its
+    findings after the run, otherwise)."""
+    def better(a: Any, b: Any) -> Any:
+        va = a.get("value") if isinstance(a, dict) else None
+        vb = b.get("value") if isinstance(b, dict) else None
+        return a if isinstance(va, (int, float)) and (not isinstance(vb, (int, float)) or va >= vb) else b
+
+    merged = dict(second)
+    merged["devices"] = {}
+    for device, facts in (second.get("devices") or {}).items():
+        earlier = ((first.get("devices") or {}).get(device) or {}).get("figures") or {}
+        figures = facts.get("figures") or {}
+        merged["devices"][device] = {**facts, "figures": {name: better(earlier.get(name), fig)
+                                                          for name, fig in figures.items()}}
+    merged["allreduce"] = better(first.get("allreduce"), second.get("allreduce"))
+    chosen = {(d, n) for d, f in merged["devices"].items() for n, fig in f["figures"].items()
+              if fig is ((first.get("devices") or {}).get(d) or {}).get("figures", {}).get(n)}
+    if merged["allreduce"] is first.get("allreduce"):
+        chosen |= {(j.get("device"), "allreduce") for j in first.get("absolute") or []}
+    earlier = {(j.get("device"), j.get("name")): j for j in first.get("absolute") or []}
+    merged["absolute"] = [earlier.get((j.get("device"), j.get("name")), j)
+                          if (j.get("device"), j.get("name")) in chosen else j for j in second.get("absolute") or []]
+    return merged
+
+
 def causes(probe: dict[str, Any], slow_devices: set[str]) -> dict[str, list[str]]:
     """Each slow device's likely causes: a GPU's level-1 findings (clock event reasons, a PCIe
     link below its maximum, ECC, Xid...), read after its probes; a CPU's, in words."""
@@ -107,7 +133,7 @@ def causes(probe: dict[str, Any], slow_devices: set[str]) -> dict[str, list[str]
     return found
 
 
-def test_of(group: tuple[str, ...], reports: dict[str, NodeReport], min_busbw: float | None) -> Test:
+def test_of(group: tuple[str, ...], reports: dict[str, NodeReport], min_busbw: float | None) -> Trial:
     """A collective's outcome as the halving reads it: ok when every rank measured (and, with
     ``min_busbw``, fast enough); else why, with the nodes that gave no answer at all."""
     silent = tuple(n for n in group if reports[n].report is None and reports[n].verdict in SILENT)
@@ -116,16 +142,16 @@ def test_of(group: tuple[str, ...], reports: dict[str, NodeReport], min_busbw: f
     failed = [n for n in group if docs[n] is None or docs[n].get("error")]
     if silent:
         first = reports[silent[0]]
-        return Test(group, False, f"node {first.node.short_id} gave no answer: {first.problem}", None, seconds, silent)
+        return Trial(group, False, f"node {first.node.short_id} gave no answer: {first.problem}", None, seconds, silent)
     if failed:
         first = failed[0]
         why = (docs[first] or {}).get("error") or reports[first].problem or reports[first].verdict
-        return Test(group, False, f"node {reports[first].node.short_id}: {why}", None, seconds)
+        return Trial(group, False, f"node {reports[first].node.short_id}: {why}", None, seconds)
     figure = docs[group[0]].get("allreduce") or {}
     busbw = figure.get("value")
     if min_busbw is not None and isinstance(busbw, (int, float)) and busbw < min_busbw:
-        return Test(group, False, f"bus bandwidth {busbw:g} GB/s, below --min-busbw {min_busbw:g}", busbw, seconds)
-    return Test(group, True, None, busbw, seconds)
+        return Trial(group, False, f"bus bandwidth {busbw:g} GB/s, below --min-busbw {min_busbw:g}", busbw, seconds)
+    return Trial(group, True, None, busbw, seconds)
 
 
 def configuration(facts: NodeFacts, probe: dict[str, Any] | None) -> dict[str, Any]:

@@ -47,6 +47,8 @@ class NodeVerdict:
     models: dict[str, str] = field(default_factory=dict)  # device -> model
     build: dict[str, Any] | None = None
     probe_seconds: float | None = None
+    probes: int = 1  # 2: a slow figure was probed a second time, each figure the better of the two
+    turn: int | None = None  # its turn of probes (nodes of one machine each have their own)
     recorded: bool | None = None  # None: not asked (lost)
 
     @property
@@ -62,7 +64,8 @@ class NodeVerdict:
         return {**self.node.to_json(), "hostname": self.hostname, "boot_id": self.boot_id,
                 "envcheck_version": self.version, "verdict": self.verdict, "cause": self.cause, "fix": self.fix,
                 "devices": self.models, "figures": self.scores, "ratios": self.ratios, "causes": self.causes,
-                "build": self.build, "probe_seconds": self.probe_seconds, "recorded": self.recorded}
+                "build": self.build, "probe_seconds": self.probe_seconds, "probes": self.probes, "turn": self.turn,
+                "recorded": self.recorded}
 
 
 @dataclass
@@ -82,6 +85,7 @@ class PreflightResult(Result):
     min_busbw: float | None = None
     left_out: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds from the start as each phase ended
 
     @property
     def measured(self) -> bool:
@@ -132,6 +136,7 @@ class PreflightResult(Result):
     def body(self) -> dict[str, Any]:
         return {"engine": self.engine, "address": self.address, "env": self.env, "budget": self.budget,
                 "tolerance": self.tolerance, "min_busbw": self.min_busbw, "seconds": round(self.seconds, 3),
+                "phases": self.phases,
                 "summary": self.summary(), "nodes": [n.to_json() for n in self.nodes],
                 "collective": self.collective, "halving": self.halving.to_json() if self.halving else None,
                 "models": self.models, "differences": self.differences,

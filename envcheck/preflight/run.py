@@ -12,13 +12,14 @@ from typing import Any
 
 from ..errors import UsageError
 from . import budget as plan
-from .halving import Halving, Test
-from .reading import NodeFacts, causes, configuration, document_of, facts_of, samples, test_of
+from .halving import Halving, Trial
+from .reading import NodeFacts, best_of, causes, configuration, document_of, facts_of, samples, test_of
 from .result import NodeVerdict, PreflightResult
 from .rounds import Rounds
 from .scoring import differences, node_verdict, ratios, score
 
 NODE_MARGIN_S = 2.0  # of a round's share, kept for envcheck's own start and answer on the node
+COLLECTIVE_WAIT = 2.0  # a collective's share: at most this many times the slowest node's probes
 UNSAFE = re.compile(r"[^A-Za-z0-9_.:,=/+@-]")
 
 
@@ -52,7 +53,9 @@ def preflight(options: Options) -> PreflightResult:
             raise UsageError(f"{len(rounds.nodes)} node(s) to ask: a preflight compares nodes with each other and "
                              "needs two or more", "ask more nodes (--nodes, --nodelist, --partition), or use "
                              "`envcheck validate --level 3` on one node")
+        phases = {"connected": round(clock.elapsed(), 3)}
         facts = ask_facts(rounds, options, clock)
+        phases["facts"] = round(clock.elapsed(), 3)
         env = same_env(facts)
         verdicts = {f.node.id: NodeVerdict(f.node, (f.document or {}).get("hostname") or f.report.hostname,
                                            (f.document or {}).get("boot_id"), f.report.envcheck_version,
@@ -65,18 +68,24 @@ def preflight(options: Options) -> PreflightResult:
         turns = machine_turns([f for f in facts.values() if not f.silent])
         fits(options.budget, len(turns), f"{len(rounds.nodes)} nodes, the most on one machine {len(turns)}, "
                                          "probed in turn")
-        probes = probe_turns(rounds, turns, env, clock, verdicts)
-        collective, halving = collectives(rounds, facts, list(probes), env, options.min_busbw, clock)
+        first = probe_turns(rounds, turns, env, clock, verdicts)
+        phases["probes"] = round(clock.elapsed(), 3)
+        probes, notes = confirmed(rounds, facts, first, env, options.tolerance, clock, verdicts)
+        phases["second probes"] = round(clock.elapsed(), 3)
+        collective, halving = collectives(rounds, facts, list(probes), env, options.min_busbw, clock,
+                                          max((v.probe_seconds or 0.0) for v in verdicts.values()))
+        phases["collectives"] = round(clock.elapsed(), 3)
         judge(verdicts, probes, options.tolerance, halving)
-        notes = [] if collective else ["fewer than two nodes measured: no collective across nodes"]
+        notes += [] if collective else ["fewer than two nodes measured: no collective across nodes"]
         notes += record(rounds, verdicts, clock, f"{rounds.engine}:{rounds.where}")
+        phases["recorded"] = round(clock.elapsed(), 3)
         models = model_summary(verdicts)
         notes += [f"{m}: on one node only, judged against level 3's table alone" for m, s in models.items()
                   if s["nodes"] == 1]
         return PreflightResult(rounds.engine, rounds.where, env, options.budget, options.tolerance,
                                list(verdicts.values()), collective, halving, models,
                                differences({i: configuration(facts[i], probes.get(i)) for i in facts}),
-                               clock.elapsed(), options.min_busbw, rounds.left_out, notes)
+                               clock.elapsed(), options.min_busbw, rounds.left_out, notes, phases)
 
 
 def ask_facts(rounds: Rounds, options: Options, clock: plan.Clock) -> dict[str, NodeFacts]:
@@ -122,26 +131,48 @@ def machine_turns(facts: list[NodeFacts]) -> list[list[Any]]:
 
 
 def probe_turns(rounds: Rounds, turns: list[list[Any]], env: str, clock: plan.Clock,
-                verdicts: dict[str, NodeVerdict]) -> dict[str, dict[str, Any]]:
-    """Each turn's probes; {node id: its probe document} for the nodes that measured."""
+                verdicts: dict[str, NodeVerdict] | None) -> dict[str, dict[str, Any]]:
+    """Each turn's probes; {node id: its probe document} for the nodes that measured; a node
+    that did not is lost or failed (``verdicts``; None: a second probe, whose failure is none)."""
     found = {}
     for k, turn in enumerate(turns):
         later = (len(turns) - k - 1) * plan.TURN_S + plan.COLLECTIVE_S + plan.RECORD_S
         timeout = max(clock.share(later), plan.TURN_S / 2)
         for r in rounds.ask(turn, "probe", ["--env", env, "--timeout", f"{timeout - NODE_MARGIN_S:.1f}"], timeout,
                             holds_gpus=True):
-            verdict = verdicts[r.node.id]
             doc = document_of(r, "envcheck.preflight-probe/1")
-            verdict.probe_seconds = r.seconds
+            if doc is not None and not doc.get("error"):
+                found[r.node.id] = doc
+            if verdicts is None:
+                continue
+            verdict = verdicts[r.node.id]
+            verdict.probe_seconds, verdict.turn = r.seconds, k
             if doc is None or doc.get("error"):
                 silent = doc is None and r.verdict in ("lost", "unreachable", "busy")
                 verdict.verdict = "lost" if silent else "failed"
                 verdict.cause = f"its probes: {(doc or {}).get('error') or r.problem or r.verdict}"
                 verdict.fix = r.fix
-                continue
-            found[r.node.id] = doc
-            verdict.build = doc.get("build")
+            else:
+                verdict.build = doc.get("build")
     return found
+
+
+def confirmed(rounds: Rounds, facts: dict[str, NodeFacts], probes: dict[str, dict[str, Any]], env: str,
+              tolerance: float, clock: plan.Clock, verdicts: dict[str, NodeVerdict]) -> tuple[dict, list[str]]:
+    """A node with a slow figure is probed a second time (in turn again), and each of its figures
+    is the better of its two probes: a fault holds, a moment's noise on the machine does not.
+    Without time left for it, the first probe stands, said."""
+    scores = score([s for node, probe in probes.items() for s in samples(node, probe)], tolerance)
+    suspects = sorted({s.sample.node for s in scores if s.verdict == "slow"})
+    if not suspects:
+        return probes, []
+    turns = machine_turns([facts[n] for n in suspects])
+    if clock.share(plan.COLLECTIVE_S + plan.RECORD_S) < len(turns) * plan.TURN_S:
+        return probes, [f"no time left to probe {len(suspects)} slow node(s) a second time: their first probe stands"]
+    again = probe_turns(rounds, turns, env, clock, None)
+    for node in suspects:
+        verdicts[node].probes = 2 if node in again else 1
+    return {n: best_of(p, again[n]) if n in again else p for n, p in probes.items()}, []
 
 
 class Ports:
@@ -161,7 +192,7 @@ class Ports:
 
 
 def run_groups(rounds: Rounds, facts: dict[str, NodeFacts], ports: Ports, groups: list[tuple[str, ...]], env: str,
-               timeout: float, min_busbw: float | None) -> list[Test]:
+               timeout: float, min_busbw: float | None) -> list[Trial]:
     """One collective per group, all at once; each group's outcome."""
     per_node = {}
     for group in groups:
@@ -177,8 +208,12 @@ def run_groups(rounds: Rounds, facts: dict[str, NodeFacts], ports: Ports, groups
 
 
 def collectives(rounds: Rounds, facts: dict[str, NodeFacts], measured: list[str], env: str,
-                min_busbw: float | None, clock: plan.Clock) -> tuple[dict[str, Any] | None, Halving | None]:
-    """The collective across the nodes that measured, then the halving while it finds a fault."""
+                min_busbw: float | None, clock: plan.Clock,
+                probe_s: float) -> tuple[dict[str, Any] | None, Halving | None]:
+    """The collective across the nodes that measured, then the halving while it finds a fault.
+    Each round's share: what is left over the rounds that may follow, at most ``COLLECTIVE_WAIT``
+    times the slowest node's probes (which started the same interpreter and all-reduced inside
+    the node), at least ``COLLECTIVE_S``: a collective that takes longer is stuck."""
     if len(measured) < 2:
         return None, None
     most = plan.halving_rounds(len(measured)) + 1
@@ -186,7 +221,8 @@ def collectives(rounds: Rounds, facts: dict[str, NodeFacts], measured: list[str]
 
     def share() -> float:
         left = clock.left() - plan.RECORD_S
-        return min(max(plan.COLLECTIVE_S, left / max(most - len(halving.rounds), 1)), left)
+        fair = min(left / max(most - len(halving.rounds), 1), COLLECTIVE_WAIT * probe_s)
+        return min(max(plan.COLLECTIVE_S, fair), left)
 
     [first] = run_groups(rounds, facts, ports, [tuple(measured)], env, max(share(), 1.0), min_busbw)
     halving.first(first)
@@ -232,11 +268,11 @@ def judge(verdicts: dict[str, NodeVerdict], probes: dict[str, dict[str, Any]], t
 
 def _slow_words(s: Any) -> str:
     sample = s.sample
-    place = sample.device if sample.device != "node" else "inside the node"
+    place = f"on {sample.device}" if sample.device != "node" else "inside the node"
     if s.basis == "table":
-        return (f"{sample.figure} on {place}: {sample.value:g} {sample.unit}, below level 3's table "
+        return (f"{sample.figure} {place}: {sample.value:g} {sample.unit}, below level 3's table "
                 f"(expected {sample.expectation}; alone with its model {sample.model})")
-    return (f"{sample.figure} on {place}: {sample.value:g} {sample.unit}, {s.ratio:.0%} of the median of "
+    return (f"{sample.figure} {place}: {sample.value:g} {sample.unit}, {s.ratio:.0%} of the median of "
             f"{s.nodes} nodes' {sample.model} ({s.median:g})")
 
 

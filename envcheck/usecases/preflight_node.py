@@ -45,8 +45,10 @@ def boot_id() -> str | None:
 
 
 def cpu_model() -> str:
+    """The CPU's model name, as /proc/cpuinfo says it (test seam, not a user option:
+    ``ENVCHECK_TEST_CPUINFO``, a file read in its place, as ``host``'s device and kernel-log seams)."""
     try:
-        with open(CPUINFO, encoding="utf-8", errors="replace") as f:
+        with open(os.environ.get("ENVCHECK_TEST_CPUINFO") or CPUINFO, encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.lower().startswith("model name"):
                     return "CPU " + " ".join(line.partition(":")[2].split())

@@ -17,18 +17,18 @@ def _verdict(word: str) -> str:
 def fleet_preflight(result: Any) -> str:
     lines = [f"envcheck fleet preflight at {result.address} ({result.engine}), env {result.env}: "
              f"{len(result.nodes)} node(s), budget {result.budget:g} s, tolerance {result.tolerance:.0%}"]
-    rows = [("NODE", "HOST", "DEVICE", "FIGURE", "VALUE", "MEDIAN", "RATIO", "JUDGED BY", "TABLE", "VERDICT")]
+    rows = [("NODE", "HOST", "VERDICT", "DEVICE", "FIGURE", "VALUE", "MEDIAN", "RATIO", "JUDGED BY", "TABLE",
+             "FIGURE VERDICT")]
     for n in result.nodes:
-        name = n.node.short_id
+        name, host, verdict = n.node.short_id, n.host, _verdict(n.verdict)
         if not n.scores:
-            rows.append((name, n.host, "-", "-", "-", "-", "-", "-", "-", _verdict(n.verdict)))
+            rows.append((name, host, verdict, "-", "-", "-", "-", "-", "-", "-", "-"))
         for s in n.scores:
-            rows.append((name, n.host, s["device"], s["figure"], f"{s['value']:g} {s['unit']}",
+            rows.append((name, host, verdict, s["device"], s["figure"], f"{s['value']:g} {s['unit']}",
                          "-" if s["median"] is None else f"{s['median']:g}",
                          "-" if s["ratio"] is None else f"{s['ratio']:.0%}", s["basis"], s["absolute"],
-                         _verdict(n.verdict) if s["verdict"] != "slow" else colour("not-ready").replace(
-                             "not-ready", "slow")))
-            name = ""
+                         {"slow": colour("not-ready").replace("not-ready", "slow")}.get(s["verdict"], s["verdict"])))
+            name = host = verdict = ""
     lines += table(rows)
     lines += [""] + _collective(result)
     bad = result.flagged
