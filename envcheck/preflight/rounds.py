@@ -4,7 +4,11 @@ fleet's own dispatch of ``envcheck preflight SUBCOMMAND`` to some of the nodes.
 Ray: connected once (``fleet.cluster``), so the nodes' Ray workers started by the first round
 serve the next ones; while connected what Ray prints goes to stderr (as ``fleet.survey`` does);
 a round is ``fleet.dispatch.dispatch``. Slurm: the nodes chosen once (``fleet.srun.select``), a
-round is one srun step on its nodes (``dispatch_srun``). Each node's own variables (a rank of a
+round is one srun step on its nodes (``dispatch_srun``), every step in one allocation: the
+user's (inside salloc or sbatch), else one of the preflight's own, whole nodes (``salloc
+--no-shell --exclusive``), cancelled at the end. Steps overlap the allocation's other steps
+(``--overlap``): a step stopped at its deadline on a node that stopped answering lingers there
+until the node comes back, and must not hold the next round off the others. Each node's own variables (a rank of a
 collective, its verdict to record) travel with its task (``per_node``). The nodes' envcheck
 version is asked in the first round only. Every answer is read as the fleet reads one
 (``fleet.aggregate.node_report``).
@@ -32,6 +36,8 @@ class Rounds:
     partition: str | None = None
     _ray: Any = None
     _stack: contextlib.ExitStack | None = None
+    environ: dict[str, str] = field(default_factory=dict)  # Slurm's commands' (the allocation's)
+    job: str | None = None  # the preflight's own allocation, to cancel
 
     @classmethod
     def open(cls, engine: str, *, address: str | None = None, nodes: str | None = None,
@@ -41,7 +47,10 @@ class Rounds:
             from ..fleet import srun
 
             where, asked, left_out, _ = srun.select(os.environ, partition, nodelist)
-            return cls("slurm", where, asked, left_out, partition)
+            environ, job = dict(os.environ), None
+            if not environ.get("SLURM_JOB_ID") and len(asked) > 1:
+                job, environ = allocate(environ, asked, partition)
+            return cls("slurm", where, asked, left_out, partition, environ=environ, job=job)
         from ..fleet import cluster
 
         ray = cluster.import_ray()
@@ -60,6 +69,11 @@ class Rounds:
         if self._stack is not None:
             self._stack.close()
             self._stack = None
+        if self.job is not None:
+            from ..slurm import client
+
+            client.run(["scancel", self.job], self.environ, client.READ_TIMEOUT)
+            self.job = None
 
     def __enter__(self) -> Rounds:
         return self
@@ -79,7 +93,7 @@ class Rounds:
         if self.engine == "slurm":
             from ..fleet.srun import dispatch_srun
 
-            outcomes = dispatch_srun(os.environ, nodes, COMMAND, argv, {}, timeout=timeout, holds_gpus=holds_gpus,
+            outcomes = dispatch_srun(self.environ, nodes, COMMAND, argv, {}, timeout=timeout, holds_gpus=False,
                                      partition=self.partition, busy_after=busy_after, per_node=per_node)
         else:
             from ..fleet.dispatch import dispatch
@@ -87,3 +101,28 @@ class Rounds:
             outcomes = dispatch(self._ray, nodes, COMMAND, argv, {}, timeout=timeout, holds_gpus=holds_gpus,
                                 busy_after=busy_after, per_node=per_node, version=version)
         return [node_report(COMMAND, o) for o in outcomes]
+
+
+ALLOCATE_WAIT = 30  # seconds salloc waits for the nodes (--immediate): nodes held by other jobs are busy
+
+
+def allocate(environ: dict[str, str], nodes: list[Node], partition: str | None) -> tuple[str, dict[str, str]]:
+    """An allocation of the whole ``nodes`` for the preflight's steps: its job id, and the
+    environment its steps run in (as inside salloc: SLURM_JOB_ID, SLURM_JOB_NODELIST)."""
+    import re
+
+    from ..errors import OperationError
+    from ..slurm import client
+    from ..slurm.names import fold
+
+    names = [n.id for n in nodes]
+    argv = ["salloc", "--no-shell", "--exclusive", f"--nodes={len(names)}", f"--nodelist={','.join(names)}",
+            "--job-name=envcheck-preflight", f"--immediate={ALLOCATE_WAIT}",
+            *([f"--partition={partition}"] if partition else [])]
+    done = client.run(argv, environ, ALLOCATE_WAIT + client.READ_TIMEOUT)
+    granted = re.search(r"Granted job allocation (\d+)", done.stderr + done.stdout)
+    if granted is None:
+        said = " ".join((done.stderr or done.stdout).split())[:300]
+        raise OperationError(f"Slurm gave the preflight no allocation of {fold(names)}: {said or 'no answer'}",
+                             "wait for the jobs on those nodes (squeue -w NODES), or run it inside your allocation")
+    return granted.group(1), {**environ, "SLURM_JOB_ID": granted.group(1), "SLURM_JOB_NODELIST": fold(names)}
