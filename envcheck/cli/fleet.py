@@ -208,10 +208,11 @@ def exclude_form(text: str) -> str:
     return _choice(text, EXCLUDES, "exclude list")
 
 
-BUDGET = Option("--budget", "budget", "the whole preflight within this (seconds, or 60s, 2m)", 60.0, seconds,
+BUDGET = Option("--budget", "budget", "the whole preflight within this (seconds, or 60s, 2m)", "60s", seconds,
                 "DURATION", show_default=True)
 TOLERANCE = Option("--tolerance", "tolerance", "a figure slower than its model's median by more than this (and "
-                   "than the fleet's spread says is noise) is a straggler's", 0.15, tolerance, "PERCENT")
+                   "than the fleet's spread says is noise) is a straggler's", "15%", tolerance, "PERCENT",
+                   show_default=True)
 MIN_BUSBW = Option("--min-busbw", "min_busbw", "the collective across nodes is slow below this bus bandwidth "
                    "(GB/s), and the halving looks for the fault (default: only a failed or unfinished one)",
                    None, busbw, "GB/S")

@@ -18,6 +18,11 @@ And, for the multi-device check, ``allreduce_fn(devices, nbytes)`` -> ``fn(reps)
 all-reduces (sum) of ``nbytes`` per device (a backend whose multi-device check runs as
 processes times it in each rank instead, see ``allreduce_figure``).
 
+Level 3 times each figure as the fastest of a few batches (``timed``); the fleet's preflight
+times the same operations as the median of several samples of at least 0.2 s each
+(``sampled``, ``median_of``: a throttled or shared device shows over that long), each figure
+function taking its clock.
+
 Every figure is {"value", "unit", ...its facts, "error", "skipped"}: value None with "error"
 (the measurement failed) or "skipped" (why it does not apply, e.g. memory on a CPU). No
 expectation and no verdict here: envcheck's ``validation/figures.py`` judges them against
@@ -152,7 +157,7 @@ def copy_figures(ops, size, clock=None, names=("copy_h2d", "copy_d2h")):
     try:
         h2d, d2h = ops.copy_fns(nbytes)
     except Exception as exc:
-        return dict((name, failed("GB/s", exc)) for name in names)
+        return {name: failed("GB/s", exc) for name in names}
     found = {}
     for name, fn in (("copy_h2d", h2d), ("copy_d2h", d2h)):
         if name not in names:
