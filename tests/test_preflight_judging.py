@@ -74,6 +74,33 @@ def test_configuration_that_differs_is_listed_with_its_nodes():
     assert found == {"driver_version": {"550.54.15": ["a", "c"], "535.104.05": ["b"]}}
 
 
+# -- the probes' timing ------------------------------------------------------------------------
+
+def test_each_probe_is_the_median_of_samples_of_at_least_0_2_s_not_the_best(monkeypatch):
+    """The preflight's clock (``smoke_figures.sampled``) over a stand-in operation whose calls
+    take 10 ms, then 1 ms, then 4 ms a call from one sample to the next (a device that throttles
+    and recovers), on a clock that counts only the work done."""
+    from test_level3 import figures_module
+
+    kit = figures_module()
+    now = [0.0]
+    per_call = iter([0.01, 0.01] + [0.01, 0.001, 0.004, 0.004, 0.004])
+    seen = []
+
+    def op(reps):
+        step = next(per_call)
+        seen.append((reps, step))
+        now[0] += reps * step
+
+    monkeypatch.setattr(kit.time, "perf_counter", lambda: now[0])
+    median, reps, times = kit.sampled(op, 0.2, 5)
+    assert seen[:2] == [(1, 0.01), (1, 0.01)] and reps == 20  # a warm-up, a sizing call: 20 x 10 ms = 0.2 s
+    assert [r for r, _ in seen[2:]] == [20] * 5 and times == pytest.approx([0.01, 0.001, 0.004, 0.004, 0.004])
+    assert median == pytest.approx(0.004)  # the median, not the best sample (0.001)
+    slowest = kit.sampled(lambda reps: now.__setitem__(0, now[0] + reps * 0.001), 0.2, 3, agree=lambda s: 2 * s)
+    assert slowest[1] == 100 and slowest[0] == pytest.approx(0.002)  # each sample its slowest rank's
+
+
 # -- the halving -------------------------------------------------------------------------------
 
 def halve(n: int, fails) -> Halving:

@@ -148,7 +148,7 @@ def probe_turns(rounds: Rounds, turns: list[list[Any]], env: str, clock: plan.Cl
             verdict = verdicts[r.node.id]
             verdict.probe_seconds, verdict.turn = r.seconds, k
             if doc is None or doc.get("error"):
-                silent = doc is None and r.verdict in ("lost", "unreachable", "busy")
+                silent = doc is None and r.verdict in ("lost", "unreachable")  # busy: its GPUs held, said
                 verdict.verdict = "lost" if silent else "failed"
                 verdict.cause = f"its probes: {(doc or {}).get('error') or r.problem or r.verdict}"
                 verdict.fix = r.fix

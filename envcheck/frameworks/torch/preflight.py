@@ -103,7 +103,10 @@ def rank_probe(spec, say):
     say("phase all-reduce inside the node")
     dist.barrier()
     how = "torch.distributed.all_reduce over %s, %d processes on this node" % (spec["backend"], world)
-    result["allreduce"] = allreduce(torch, dist, target, spec, world, how)
+    if world > 1:
+        result["allreduce"] = allreduce(torch, dist, target, spec, world, how)
+    else:
+        result["allreduce"] = kit.load_figures().skipped("GB/s", "one device: nothing to all-reduce inside the node")
     if rank == 0:
         result["build"] = build(torch)
     dist.barrier()
