@@ -99,9 +99,9 @@ def test_a_node_under_a_cpu_quota_is_named_a_straggler_and_kept_so(cluster, torc
         pytest.skip(missing)
     with CpuQuota(0.5, "w3") as quota:
         quota.add(cluster.nodes["w3"].pids())
-        done = preflight(cluster, "--json")
         hosts = preflight(cluster, "--exclude", "hostlist")
         selector = preflight(cluster, "--exclude", "ray")
+        done = preflight(cluster, "--json")  # the last: each node keeps this one's verdict
         assert quota.throttled() > 0  # the kernel held its processes back
     doc = json.loads(done.out)
     nodes = by_label(doc)
@@ -109,7 +109,7 @@ def test_a_node_under_a_cpu_quota_is_named_a_straggler_and_kept_so(cluster, torc
     assert done.code == 1 and w3["verdict"] == "straggler", done.err
     assert w3["ratios"]["matmul_fp32"] < 0.75 and "% of the median of 4 nodes'" in w3["cause"]
     assert w3["probes"] == 2  # probed a second time: a fault holds
-    assert "CPU quota" in w3["causes"]["cpu:0"][0]
+    assert w3["causes"] and all("CPU quota" in said[0] for said in w3["causes"].values())
     assert doc["summary"]["named"] == [w3["node_id"]]
     assert labels_of(torch_homes[2])["envcheck.io/preflight"] == "straggler"
     metrics = subprocess.run([sys.executable, "-m", "envcheck", "metrics"], capture_output=True, text=True,

@@ -74,6 +74,21 @@ def test_configuration_that_differs_is_listed_with_its_nodes():
     assert found == {"driver_version": {"550.54.15": ["a", "c"], "535.104.05": ["b"]}}
 
 
+def test_a_slow_figure_brings_its_likely_causes_a_gpus_findings_a_cpus_and_a_nodes_all_reduce():
+    from envcheck.preflight.reading import causes
+
+    gpu_node = {"devices": {"gpu:0": {"kind": "gpu", "findings": [{"measured": "PCIe gen3 x8 of gen4 x16",
+                                                                   "cause": "the link trained below its maximum"}]},
+                            "gpu:1": {"kind": "gpu", "findings": []}}}
+    found = causes(gpu_node, {"gpu:0", "node"})
+    assert found["gpu:0"] == ["PCIe gen3 x8 of gen4 x16: the link trained below its maximum"]
+    assert "gpu:1" not in found and "nvidia-smi topo -m" in found["node"][0]
+    cpu_node = {"devices": {"cpu:0": {"kind": "cpu", "findings": []}}}
+    assert "CPU quota" in causes(cpu_node, {"node"})["node"][0]  # only its all-reduce was slow
+    assert "CPU quota" in causes(cpu_node, {"cpu:0"})["cpu:0"][0]
+    assert causes(cpu_node, set()) == {}
+
+
 # -- the probes' timing ------------------------------------------------------------------------
 
 def test_each_probe_is_the_median_of_samples_of_at_least_0_2_s_not_the_best(monkeypatch):
@@ -155,6 +170,29 @@ def test_suspects_left_when_the_rounds_run_out_are_named_as_they_stand():
     found.first(Trial(("a", "b", "c", "d"), False, "timed out"))
     assert found.next_round() == []
     assert [(x.nodes, x.kind) for x in found.named] == [(("a", "b", "c", "d"), "somewhere")]
+
+
+def test_a_straggler_the_halving_names_stays_a_straggler_a_node_only_the_collective_named_is_a_bad_link():
+    from envcheck.preflight.run import judge
+
+    nodes = {i: NodeVerdict(Node(i, "10.0.0.1"), hostname=f"{i}.cluster") for i in ("a", "b", "c", "d")}
+    probe = lambda value: {"devices": {"cpu:0": {"kind": "cpu", "model": CPU,  # noqa: E731
+                                                 "figures": {"matmul_fp32": {"value": value, "unit": "TFLOPS"}}}}}
+    probes = {"a": probe(0.10), "b": probe(0.101), "c": probe(0.099), "d": probe(0.05)}
+
+    def named(bad):
+        found = Halving(list(nodes), 3)
+        found.first(Trial(tuple(nodes), False, "timed out"))
+        while groups := found.next_round():
+            found.record([Trial(tuple(g), bad not in g, "timed out" if bad in g else None) for g in groups])
+        return found
+
+    judge(nodes, probes, 0.15, named("d"))  # the slow node slows the collective too
+    assert nodes["d"].verdict == "straggler" and "50% of the median" in nodes["d"].cause
+    assert "the collective across nodes failed with it" in nodes["d"].cause
+    assert [nodes[n].verdict for n in "abc"] == ["healthy"] * 3
+    judge(nodes, probes, 0.15, named("b"))  # a node whose probes were fine, named by the collective alone
+    assert nodes["b"].verdict == "bad-link" and "named by the halving" in nodes["b"].cause
 
 
 # -- the budget --------------------------------------------------------------------------------

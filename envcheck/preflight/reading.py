@@ -121,7 +121,13 @@ def causes(probe: dict[str, Any], slow_devices: set[str]) -> dict[str, list[str]
     """Each slow device's likely causes: a GPU's level-1 findings (clock event reasons, a PCIe
     link below its maximum, ECC, Xid...), read after its probes; a CPU's, in words."""
     found = {}
-    for device, facts in (probe.get("devices") or {}).items():
+    devices = probe.get("devices") or {}
+    if "node" in slow_devices:  # its all-reduce inside the node
+        gpus = [d for d, facts in devices.items() if facts.get("kind") != "cpu"]
+        found["node"] = [CPU_CAUSE] if not gpus else [
+            "the all-reduce between its GPUs was slow: look at how they are linked (`nvidia-smi topo -m`, "
+            "NVLink errors: `nvidia-smi nvlink -e`) and at each GPU's PCIe link"]
+    for device, facts in devices.items():
         if device not in slow_devices:
             continue
         if facts.get("kind") == "cpu":

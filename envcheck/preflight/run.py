@@ -259,6 +259,10 @@ def judge(verdicts: dict[str, NodeVerdict], probes: dict[str, dict[str, Any]], t
     for named in (halving.named if halving else []):
         for node in named.nodes:
             v = verdicts[node]
+            if v.verdict == "straggler" and not named.silent:
+                # its own probes were slow: that explains a collective slow with it; its link is not shown at fault
+                v.cause = f"{v.cause}; the collective across nodes failed with it: {_named_words(named, node)}"
+                continue
             before = f"; its probes: {v.cause}" if v.verdict == "straggler" and v.cause else ""
             v.verdict = "lost" if named.silent else "bad-link"
             v.cause = _named_words(named, node) + before
