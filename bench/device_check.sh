@@ -22,7 +22,7 @@ $PY -m pip show torch jax nvidia-ml-py pytest pytest-timeout 2>/dev/null | grep 
 } 2>&1 | tee "$OUT/host.txt"
 export ENVCHECK_TEST_GPU_PYTHON=$PY  # tests/test_level3.py: level 3 in this interpreter's framework
 echo "== pytest -m gpu"
-timeout 330 $PY -m pytest -m gpu -v -p no:cacheprovider -rs tests/test_gpu_real.py tests/test_level3.py 2>&1 \
+timeout 330 $PY -m pytest -m gpu -v -p no:cacheprovider -rs tests/test_gpu_real.py tests/test_level3.py tests/test_preflight_gpu.py 2>&1 \
     | tee "$OUT/pytest_gpu.log" | tail -25
 ENVCHECK_HOME=$(mktemp -d); export ENVCHECK_HOME  # a fresh node: no env
 {

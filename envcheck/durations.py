@@ -4,9 +4,10 @@ it is bad input (``UsageError``, exit 2) that names the maximum, never a timer t
 (``poll`` counts milliseconds in a C int, 24.8 days; ``time_t`` ends further on).
 
 ``seconds(text, *, zero=False) -> float``
-    How long envcheck waits (per device, for an index, for another process, for a node): a
-    plain number of seconds (``120``, ``0.5``, ``1e3``), above 0 (0 allowed with ``zero``), at
-    most ``MAX_WAIT_S``, one day: a phase of a validation waits up to twice its ``--timeout``.
+    How long envcheck waits (per device, for an index, for another process, for a node, a
+    preflight's budget): a number of seconds (``120``, ``0.5``, ``1e3``), or one with a unit
+    (``60s``, ``5m``, ``1h``), above 0 (0 allowed with ``zero``), at most ``MAX_WAIT_S``, one
+    day: a phase of a validation waits up to twice its ``--timeout``.
 ``age(text) -> float``
     How old something may be (a stored validation): ``24h``, ``30m``, ``90s``, ``2d`` or plain
     seconds, ASCII digits with at most one inner point, then spaces and one unit if any; 0 or
@@ -28,8 +29,10 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def seconds(text: str | float, *, zero: bool = False) -> float:
     """A wait: see the module docstring."""
+    spelt = text.strip().lower() if isinstance(text, str) else text
+    unit = UNITS.get(spelt[-1:], 0) if isinstance(spelt, str) and spelt[:-1].strip() else 0
     try:
-        value = float(text)
+        value = float(spelt[:-1]) * unit if unit else float(text)
     except (TypeError, ValueError):
         value = math.nan
     least = "0 or more" if zero else "above 0"

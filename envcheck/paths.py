@@ -10,6 +10,7 @@
         cache/uv              uv's cache, on the same filesystem as the envs (hard links)
         lib/                  on every env's path: envcheck/ (a copy of data/gate_client.py, the
                               envs' `envcheck.ensure_ready`) and envcheck-python (who answers it)
+        preflight.json        this node's verdict in the last `envcheck fleet preflight`
 """
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ class Home:
     @property
     def uv_cache(self) -> Path:
         return self.root / "cache" / "uv"
+
+    @property
+    def preflight(self) -> Path:
+        return self.root / "preflight.json"
 
     def env_dir(self, name: str) -> Path:
         return self.envs / name

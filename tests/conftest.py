@@ -66,7 +66,7 @@ def cli(home: Path):
     return run
 
 
-pytest_plugins = ["wheelhouse", "slow_links", "tf_home", "fake_nvml"]
+pytest_plugins = ["wheelhouse", "slow_links", "tf_home", "fake_nvml", "torch_homes"]
 
 
 def pytest_sessionstart(session) -> None:

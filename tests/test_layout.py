@@ -48,6 +48,7 @@ LAYERS = (
     ("slurm",),  # Slurm's commands, drain reasons, gres.conf: the slurm use cases and the fleet use it
     ("validation",),
     ("usecases", "fleet"),  # the fleet runs envcheck itself on each node, as a subprocess
+    ("preflight",),  # the fleet compared with itself: the fleet's rounds, the node's verdicts (usecases)
     ("cli", "envcheck"),
     ("__main__",),
 )

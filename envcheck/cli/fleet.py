@@ -1,5 +1,6 @@
 """`envcheck fleet doctor|gpu|labels|validate|check|provision`: the same command on every node of a
-Ray cluster (or of Slurm, `--engine slurm`), one aggregated answer.
+Ray cluster (or of Slurm, `--engine slurm`), one aggregated answer; `envcheck fleet preflight`:
+the nodes compared with each other (``envcheck.preflight``).
 
 Each subcommand takes the fleet's options, then the options of the single-host command of
 its name, which are checked here (a bad one is exit 2 before the cluster is asked) and passed
@@ -19,7 +20,7 @@ import click
 from ..durations import seconds
 from ..fleet.survey import BUSY_AFTER, COMMANDS, survey
 from ._common import declare, index_settings, pass_ctx
-from .options import GPU_LEVEL, JSON, LEVEL, Option, count
+from .options import ENV, GPU_LEVEL, JSON, LEVEL, Option, count
 
 SUMMARIES = {
     "gpu": "The driver, its CUDA version and the GPUs of every node.",
@@ -56,7 +57,7 @@ BUSY_AFTER_OPTION = Option("--busy-after", "busy_after", "a node whose GPUs othe
 
 
 ENGINE = Option("--engine", "engine", "ray: a Ray cluster's nodes; slurm: Slurm's, through srun (inside an "
-                "allocation its nodes, else --partition/--nodelist)", "ray", lambda text: _choice(text, ENGINES),
+                "allocation its nodes, else --partition/--nodelist)", "ray", lambda text: _choice(text, ENGINES, "engine"),
                 "ray|slurm", show_default=True)
 PARTITION = Option("--partition", "partition", "with --engine slurm: the nodes of this partition", None, str,
                    "PARTITION")
@@ -67,11 +68,11 @@ RAY_ONLY = {"address": "--address", "nodes": "--nodes", "include_head": "--inclu
 SLURM_ONLY = {"partition": "--partition", "nodelist": "--nodelist"}
 
 
-def _choice(text: str, choices: tuple[str, ...]) -> str:
+def _choice(text: str, choices: tuple[str, ...], what: str) -> str:
     if text not in choices:
         from ..errors import UsageError
 
-        raise UsageError(f"unknown engine {text!r}", f"use one of: {', '.join(choices)}")
+        raise UsageError(f"unknown {what} {text!r}", f"use one of: {', '.join(choices)}")
     return text
 
 
@@ -173,3 +174,88 @@ def _subcommand(name: str) -> click.Command:
 
 for _name in SUMMARIES:
     fleet.add_command(_subcommand(_name))
+
+
+def tolerance(text: str) -> float:
+    """``15%`` or ``15`` (percent): a fraction above 0 and below 1."""
+    from ..errors import UsageError
+
+    spelt = text.strip().rstrip("%").strip()
+    try:
+        value = float(spelt) / 100
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise UsageError(f"bad tolerance {text!r}", "give a percentage above 0 and below 100, e.g. 15%")
+    return value
+
+
+def busbw(text: str) -> float:
+    from ..errors import UsageError
+
+    try:
+        value = float(text.strip().lower().removesuffix("gb/s"))
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e6:
+        raise UsageError(f"bad bus bandwidth {text!r}", "give GB/s above 0, e.g. 40")
+    return value
+
+
+def exclude_form(text: str) -> str:
+    from ..preflight.result import EXCLUDES
+
+    return _choice(text, EXCLUDES, "exclude list")
+
+
+BUDGET = Option("--budget", "budget", "the whole preflight within this (seconds, or 60s, 2m)", "60s", seconds,
+                "DURATION", show_default=True)
+TOLERANCE = Option("--tolerance", "tolerance", "a figure slower than its model's median by more than this (and "
+                   "than the fleet's spread says is noise) is a straggler's", "15%", tolerance, "PERCENT",
+                   show_default=True)
+MIN_BUSBW = Option("--min-busbw", "min_busbw", "the collective across nodes is slow below this bus bandwidth "
+                   "(GB/s), and the halving looks for the fault (default: only a failed or unfinished one)",
+                   None, busbw, "GB/S")
+EXCLUDE = Option("--exclude", "exclude", "print only the flagged nodes, ready to paste: slurm (a host list for "
+                 "srun --exclude), ray (a label selector), hostlist (one host per line)", None, exclude_form,
+                 "slurm|ray|hostlist")
+PREFLIGHT_ENV = Option(ENV.flag, ENV.dest, "the env on every node (one content digest everywhere); auto: the one "
+                       "each node's `envcheck select` picks", "auto", str, "NAME|auto", show_default=True)
+
+
+@fleet.command("preflight")
+@declare(PREFLIGHT_ENV, BUDGET, ENGINE, ADDRESS, NODES, INCLUDE_HEAD, PARTITION, NODELIST, TOLERANCE, MIN_BUSBW,
+         EXCLUDE, JSON)
+@pass_ctx
+def preflight(ctx, env_name, budget, engine, address, nodes, include_head, partition, nodelist, tolerance,
+              min_busbw, exclude, as_json):
+    """Before a multi-node job: find the slow GPU and the bad link by comparing the fleet with itself.
+
+    On every node the same probes on every device of the env's framework (matmul, host<->device
+    copies, an all-reduce inside the node; the CPU's counterparts on a node without GPUs), each
+    the median of 5 samples of >= 0.2 s; nodes on one machine (one boot id) in turn. Then one
+    collective across the nodes (torch.distributed: nccl on GPUs, gloo on CPUs) with its bus
+    bandwidth; when it fails, doesn't finish in its share of --budget or is below --min-busbw,
+    halving names the node or pair at fault. Each figure is judged against its model's median
+    across the fleet (and level 3's table beside); each node keeps its verdict
+    (envcheck.io/preflight in `envcheck labels`).
+
+    Exit 0 when every node is healthy, 1 when a straggler, a bad link or a lost node is named,
+    2 when nothing could be measured: bad input (fewer than two nodes, a budget too small for
+    one round), or the env missing or different on some nodes (named).
+    """
+    from ..preflight.run import Options
+    from ..preflight.run import preflight as run_preflight
+
+    _engine_options(engine, {"address": address, "nodes": nodes, "include_head": include_head,
+                             "partition": partition, "nodelist": nodelist})
+    if exclude and as_json:
+        raise click.UsageError("--exclude prints the exclude list alone: drop --json (the document has it as \"exclude\")")
+    result = run_preflight(Options(env_name, budget, tolerance, engine, address, nodes, include_head, partition,
+                                   nodelist, min_busbw))
+    if exclude:
+        click.echo(result.exclude(exclude))
+        if result.exit_code:
+            raise click.exceptions.Exit(result.exit_code)
+        return
+    ctx.finish(result, as_json)

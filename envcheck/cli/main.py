@@ -23,6 +23,7 @@ COMMANDS = {
     "kernel": "kernel:kernel",
     "cache": "cache:cache",
     "fleet": "fleet:fleet",
+    "preflight": "preflight:preflight",
     "metrics": "metrics:metrics",
     "labels": "metrics:labels",
     "serve": "serve:serve",

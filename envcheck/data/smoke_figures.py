@@ -18,12 +18,18 @@ And, for the multi-device check, ``allreduce_fn(devices, nbytes)`` -> ``fn(reps)
 all-reduces (sum) of ``nbytes`` per device (a backend whose multi-device check runs as
 processes times it in each rank instead, see ``allreduce_figure``).
 
+Level 3 times each figure as the fastest of a few batches (``timed``); the fleet's preflight
+times the same operations as the median of several samples of at least 0.2 s each
+(``sampled``, ``median_of``: a throttled or shared device shows over that long), each figure
+function taking its clock.
+
 Every figure is {"value", "unit", ...its facts, "error", "skipped"}: value None with "error"
 (the measurement failed) or "skipped" (why it does not apply, e.g. memory on a CPU). No
 expectation and no verdict here: envcheck's ``validation/figures.py`` judges them against
 ``gpu_expectations.json`` and the GPU model NVML reports.
 """
 import ctypes
+import math
 import os
 import time
 
@@ -40,6 +46,30 @@ MEMORY_CHUNKS = 16
 MEMORY_CHUNKS_MIN = 1024  # a refused chunk is halved down to this fraction of the whole
 BATCHES = 3  # timed batches per figure, the fastest counts
 RANK_WARMUP, RANK_REPS = 2, 10  # all-reduces per rank of a multi-device check run as processes
+
+
+def sampled(fn, min_seconds, samples, agree=None):
+    """Preflight's timing, unlike ``timed``'s fastest batch: the median of ``samples`` timed
+    samples, each ``reps`` calls sized to last at least ``min_seconds`` (a throttled or shared
+    device shows over that long), after one untimed warm-up call and one timed call that
+    sizes them. ``agree(seconds)`` (a collective's ranks) returns the slowest rank's figure,
+    so every rank runs the same count and each sample counts its slowest rank. Returns
+    (median seconds per call, reps, every sample's seconds per call)."""
+    agree = agree or (lambda seconds: seconds)
+    fn(1)
+    started = time.perf_counter()
+    fn(1)
+    once = agree(max(time.perf_counter() - started, 1e-9))
+    reps = max(1, int(math.ceil(min_seconds / once)))
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        fn(reps)
+        times.append(agree(time.perf_counter() - started) / reps)
+    ordered = sorted(times)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+    return median, reps, times
 
 
 def kind_of(device):
@@ -102,24 +132,47 @@ def measure(backend, device):
     return figures
 
 
-def copy_figures(ops, size):
+def fastest(size):
+    """Level 3's clock: ``fn`` -> (seconds per call, facts), the fastest batch (``timed``)."""
+    def clock(fn):
+        seconds, reps = timed(fn, size["seconds"], size["max_reps"])
+        return seconds, {"reps": reps}
+    return clock
+
+
+def median_of(min_seconds, samples, agree=None):
+    """Preflight's clock: the median of ``samples`` samples of at least ``min_seconds`` each
+    (``sampled``), every sample's figure kept."""
+    def clock(fn):
+        seconds, reps, times = sampled(fn, min_seconds, samples, agree)
+        return seconds, {"reps": reps, "samples": [round(t, 9) for t in times],
+                         "timing": "median of %d samples of >= %g s" % (samples, min_seconds)}
+    return clock
+
+
+def copy_figures(ops, size, clock=None, names=("copy_h2d", "copy_d2h")):
+    """The copies' figures (``names``: both directions, or the one a CPU device has)."""
+    clock = clock or fastest(size)
     nbytes = size["copy_bytes"]
     try:
         h2d, d2h = ops.copy_fns(nbytes)
     except Exception as exc:
-        return {"copy_h2d": failed("GB/s", exc), "copy_d2h": failed("GB/s", exc)}
+        return {name: failed("GB/s", exc) for name in names}
     found = {}
     for name, fn in (("copy_h2d", h2d), ("copy_d2h", d2h)):
+        if name not in names:
+            continue
         try:
-            seconds, reps = timed(fn, size["seconds"], size["max_reps"])
+            seconds, facts = clock(fn)
             found[name] = figure(round(nbytes / seconds / GB, 3), "GB/s", bytes=nbytes,
-                                 seconds=seconds, reps=reps, host_memory=ops.host_memory)
+                                 seconds=seconds, host_memory=ops.host_memory, **facts)
         except Exception as exc:
             found[name] = failed("GB/s", exc)
     return found
 
 
-def matmul_figures(ops, size):
+def matmul_figures(ops, size, clock=None):
+    clock = clock or fastest(size)
     n = size["matmul_n"]
     found = {}
     try:
@@ -132,9 +185,9 @@ def matmul_figures(ops, size):
             found[name] = skipped("TFLOPS", support.get(dtype, "not measured by this backend"))
             continue
         try:
-            seconds, reps = timed(ops.matmul_fn(n, dtype), size["seconds"], size["max_reps"])
+            seconds, facts = clock(ops.matmul_fn(n, dtype))
             found[name] = figure(round(2.0 * n ** 3 / seconds / 1e12, 4), "TFLOPS", n=n,
-                                 dtype=dtype, seconds=seconds, reps=reps)
+                                 dtype=dtype, seconds=seconds, **facts)
         except Exception as exc:
             found[name] = failed("TFLOPS", exc)
     return found

@@ -126,20 +126,24 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def run_ranks(devices, backend, job, threads, framework=None):
+def run_ranks(devices, backend, job, threads, framework=None, entry=None, extra=None):
     """Start one process per device (this file with ``--rank``), the way a distributed
     launcher does (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free
     port), each running ``rank_fit`` of the backend of ``framework`` (None: the first
-    installed backend that has one) over the process group ``backend``, and
+    installed backend that has one; ``entry`` "PART:FUNCTION": that function of the
+    framework's folder instead, given ``extra`` in its spec) over the process group
+    ``backend``, and
     read their progress until all answered, one failed, or job["multi_timeout"] s passed
     (at level 3 each rank also times all-reduces after its fit: ``allreduce_in_rank``);
     then stop any still running. Their process group times out at 3/4 of that, so a rank
     waiting on a lost peer fails with its own error first. Returns the ranks and the seconds
     waited."""
     limit = float(job["multi_timeout"])
-    spec = {"backend": backend, "steps": job["steps"], "batch": job["batch"],
-            "seed": job["seed"], "threads": threads, "timeout": max(1.0, 0.75 * limit),
-            "parent": os.getpid(), "framework": framework, "level": job.get("level", 2)}
+    spec = {"backend": backend, "steps": job.get("steps"), "batch": job.get("batch"),
+            "seed": job.get("seed"), "threads": threads, "timeout": max(1.0, 0.75 * limit),
+            "parent": os.getpid(), "framework": framework, "level": job.get("level", 2),
+            "entry": entry}
+    spec.update(extra or {})
     port = free_port()
     ranks = []
     selector = selectors.DefaultSelector()

@@ -156,11 +156,18 @@ def load_backend(name):
     multi_replica(devices, baseline_ms); a backend whose multi-device check runs as ranks
     also has ``rank_fit(spec, say)`` (see ``rank_main``). The backends find this file's
     helpers as ``envcheck_smoke``, whatever name this file runs under."""
+    return load_part(name, "smoke")
+
+
+def load_part(name, part):
+    """The module ``frameworks/<name>/<part>.py`` (``smoke``, ``preflight``), which finds this
+    file's helpers as ``envcheck_smoke``."""
     if KIT not in sys.modules:
         kit = types.ModuleType(KIT)
         kit.__dict__.update((k, v) for k, v in globals().items() if not k.startswith("__"))
         sys.modules[KIT] = kit
-    return load_file(os.path.join(FRAMEWORKS, name, "smoke.py"), "envcheck_smoke_" + name)
+    return load_file(os.path.join(FRAMEWORKS, name, part + ".py"),
+                     "envcheck_smoke_" + name if part == "smoke" else "envcheck_%s_%s" % (part, name))
 
 
 def installed(names):
@@ -243,22 +250,24 @@ def cpu_share():
 
 def rank_main(spec, out):
     """One process of ``run_ranks``: progress lines ("phase ...", "step N") and then
-    "result {json}" on the file descriptor ``out``; 0 if it trained, 1 if not. The training
-    is the backend's ``rank_fit(spec, say)``: it joins the process group (RANK, WORLD_SIZE
-    and the rest in the environment), trains this rank's share and returns its facts."""
+    "result {json}" on the file descriptor ``out``; 0 if it worked, 1 if not. The work is
+    the spec's ``entry``, "PART:FUNCTION" of the framework's folder (default the backend's
+    ``rank_fit(spec, say)``: it joins the process group, RANK, WORLD_SIZE and the rest in
+    the environment, trains this rank's share and returns its facts)."""
     def say(text):
         os.write(out, (text + "\n").encode("utf-8"))
 
     die_with_parent(spec["parent"])
     rank = int(os.environ["RANK"])
     result = {"rank": rank, "device": spec["device"], "error": None}
+    part, _, function = (spec.get("entry") or "smoke:rank_fit").partition(":")
     try:
         if spec.get("framework"):
-            module = load_backend(spec["framework"])
+            module = load_part(spec["framework"], part)
         else:
             module = next(m for m in map(load_backend, backends())
                           if hasattr(m, "rank_fit") and installed(m.NEEDS))
-        result.update(module.rank_fit(spec, say))
+        result.update(getattr(module, function)(spec, say))
     except Exception as exc:
         result["error"] = error_text(exc)
     say("result " + json.dumps(result))

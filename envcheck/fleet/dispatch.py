@@ -49,9 +49,11 @@ class Outcome:
 
 
 def dispatch(ray: Any, nodes: list[Node], command: str, args: list[str], environment: dict[str, str],
-             *, timeout: float, holds_gpus: bool, busy_after: float | None) -> list[Outcome]:
-    """Run ``envcheck COMMAND ARGS --json`` on every node, ``environment`` laid over the node's;
-    one outcome per node."""
+             *, timeout: float, holds_gpus: bool, busy_after: float | None,
+             per_node: dict[str, dict[str, str]] | None = None, version: bool = True) -> list[Outcome]:
+    """Run ``envcheck COMMAND ARGS --json`` on every node, ``environment`` laid over the node's
+    (and ``per_node[node id]`` over that: a rank of a collective); one outcome per node.
+    ``version`` False: the node's envcheck version is not asked (a fleet that asked already)."""
     from ray import cloudpickle
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -65,7 +67,8 @@ def dispatch(ray: Any, nodes: list[Node], command: str, args: list[str], environ
             num_cpus=0, num_gpus=gpus, max_retries=0, num_returns="streaming",
             name=f"envcheck fleet {command}",
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False),
-        ).remote(command, list(args), environment, timeout, gpus > 0)] = node
+        ).remote(command, list(args), {**environment, **(per_node or {}).get(node.id, {})}, timeout, gpus > 0,
+                 version)] = node
     outcomes: dict[str, Outcome] = {}
     try:
         with signals_interrupt():

@@ -44,6 +44,14 @@ MARK = "@envcheck-"
 WRAPPER = (f'printf "%s\\n" "{MARK}node $SLURMD_NODENAME $(uname -n)"; '
            f'found=$(command -v "$1") || {{ echo "{MARK}missing $1 $PATH"; exit 127; }}; '
            f'echo "{MARK}path $found"; "$@"; echo "{MARK}exit $?"')
+# Variables of one node's task (``per_node``: a rank of a collective): ``NODE_VARS`` holds a line
+# ``NAME VAR=VALUE...`` per node, and the wrapper exports its node's; values are words (no space,
+# quote or shell character: ``SAFE_VALUE``), so ``export "$kv"`` is all the shell does with them.
+NODE_VARS = "ENVCHECK_NODE_VARS"
+PER_NODE = (f'for kv in $(printf "%s\\n" "${NODE_VARS}" | awk -v n="$SLURMD_NODENAME" '
+            f"'$1 == n {{for (i = 2; i <= NF; i++) print $i}}'); do export \"$kv\"; done; ")
+SAFE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+SAFE_VALUE = re.compile(r"[A-Za-z0-9_.:,=/+@-]*")
 LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
 LAUNCH_FAILED = re.compile(r"failed on node (\S+?):? (.*)$")
 INSTALL_FIX = "install envcheck on that node, on the PATH srun gives its tasks (this envcheck's PATH)"
@@ -108,9 +116,22 @@ def _node(state: client.NodeState) -> Node:
                 ",".join(kinds) or None, engine="slurm", state=word, reason=state.reason)
 
 
+def node_vars(per_node: dict[str, dict[str, str]]) -> str:
+    """``NODE_VARS``'s value: a line per node; a name or value the wrapper can't pass as a word
+    is a ValueError (the fleet makes them: ranks, addresses, ports)."""
+    lines = []
+    for node, variables in per_node.items():
+        for name, value in variables.items():
+            if not SAFE_NAME.fullmatch(name) or not SAFE_VALUE.fullmatch(value):
+                raise ValueError(f"node {node}'s variable {name}={value!r} can't be passed to its task")
+        lines.append(" ".join([node, *(f"{k}={v}" for k, v in variables.items())]))
+    return "\n".join(lines)
+
+
 def step_argv(nodes: list[Node], command: str, args: list[str], *, inside: bool, holds_gpus: bool,
-              partition: str | None, busy_after: float) -> list[str]:
-    """The srun line (see the module docstring)."""
+              partition: str | None, busy_after: float, per_node: bool = False) -> list[str]:
+    """The srun line (see the module docstring); ``per_node``: each task exports its node's
+    variables (``NODE_VARS``) first."""
     argv = ["srun", f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(n.id for n in nodes)}",
             "--label", "--kill-on-bad-exit=0", f"--job-name=envcheck-fleet-{command}",
             f"--export=ALL,{VERSION_VARIABLE}=1"]
@@ -126,17 +147,19 @@ def step_argv(nodes: list[Node], command: str, args: list[str], *, inside: bool,
                                  f"and a job of its own asks each the same", "run it inside an allocation (salloc "
                                  "--gres=gpu:N) or pick nodes with one count (--nodelist)")
             argv += [f"--gres=gpu:{counts.pop()}"] if counts and max(counts) > 0 else []
-    return argv + ["sh", "-c", WRAPPER, "envcheck-node", "envcheck", command, *args, "--json"]
+    return argv + ["sh", "-c", (PER_NODE if per_node else "") + WRAPPER, "envcheck-node", "envcheck", command, *args,
+                   "--json"]
 
 
 def dispatch_srun(environ: Mapping[str, str], nodes: list[Node], command: str, args: list[str],
                   environment: dict[str, str], *, timeout: float, holds_gpus: bool, partition: str | None,
-                  busy_after: float) -> list[Outcome]:
-    """One step on ``nodes``; an outcome per node, in their order."""
+                  busy_after: float, per_node: dict[str, dict[str, str]] | None = None) -> list[Outcome]:
+    """One step on ``nodes``; an outcome per node, in their order; ``per_node``: {node: its
+    task's own variables} (``node_vars``)."""
     inside = bool(environ.get("SLURM_JOB_ID"))
     argv = step_argv(nodes, command, args, inside=inside, holds_gpus=holds_gpus, partition=partition,
-                     busy_after=busy_after)
-    env = {**environ, **environment}
+                     busy_after=busy_after, per_node=bool(per_node))
+    env = {**environ, **environment, **({NODE_VARS: node_vars(per_node)} if per_node else {})}
     started = time.monotonic()
     with processes.signals_interrupt():
         done = client.run(argv, env, timeout)

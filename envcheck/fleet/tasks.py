@@ -46,16 +46,17 @@ HOST_TIMEOUT = 60.0
 
 
 def node_task(command: str, args: list[str], environment: dict[str, str], timeout: float,
-              holds_gpus: bool) -> Iterator[Any]:
+              holds_gpus: bool, version: bool = True) -> Iterator[Any]:
     """The Ray task: ``STARTED``, then ``answer(...)``."""
     yield STARTED
-    yield answer(command, args, environment, timeout, holds_gpus)
+    yield answer(command, args, environment, timeout, holds_gpus, version)
 
 
 def answer(command: str, args: list[str], environment: dict[str, str], timeout: float,
-           holds_gpus: bool) -> dict[str, Any]:
+           holds_gpus: bool, version: bool = True) -> dict[str, Any]:
     """Run the node's envcheck, ``environment`` laid over the node's own, and say what it
-    answered (see the module docstring)."""
+    answered (see the module docstring); ``version`` False: without ``envcheck --version``
+    beside it (a fleet that knows it already: its answer's ``version`` is None)."""
     started = time.monotonic()
     environ = node_environ(holds_gpus)
     argv = find_envcheck(environ)
@@ -68,15 +69,15 @@ def answer(command: str, args: list[str], environment: dict[str, str], timeout: 
     except ImportError:
         return {**reply, "installed": False, "error": _not_installed(argv)}
     env = _child_environ(processes, environ, environment)
-    version = _beside(processes, [*argv, "--version"], env, VERSION_TIMEOUT)
+    asked = _beside(processes, [*argv, "--version"], env, VERSION_TIMEOUT) if version else None
     try:
         done = _run(processes, [*argv, command, *args, "--json"], env,
                     max(timeout - (time.monotonic() - started), 1.0))
     finally:
-        versioned = version()
-    if _missing(versioned.stderr):
+        versioned = asked() if asked is not None else None
+    if _missing((versioned or done).stderr):
         return {**reply, "installed": False, "error": _not_installed(argv)}
-    reply["version"] = _version(versioned.stdout)
+    reply["version"] = _version(versioned.stdout) if versioned is not None else None
     reply.update(exit_code=done.returncode, timed_out=done.timed_out, error=last_line(done.stderr))
     reply["document"], bad = parse_document(done.stdout)
     reply["error"] = reply["error"] or bad

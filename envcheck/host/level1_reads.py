@@ -6,8 +6,9 @@ as raw values, in the probe's NVML session (``probe(during=...)``). No judgement
 maximum generation and width), the PCIe replay counter read twice (at the start and at the end
 of the session), clock event reasons, the slowdown and shutdown temperatures, compute mode, the
 minor number (``/dev/nvidia<minor>``), the NVLink links active and their version (level 3's
-all-reduce expectation: ``validation.figures``) and the critical-Xid events NVML delivered
-during the session. A value NVML can't give is None with its reason in ``unavailable``, as in the probe.
+all-reduce expectation: ``validation.figures``), the SM and memory clocks set as applications
+clocks and their maxima (a fleet compares them across nodes: ``envcheck fleet preflight``) and
+the critical-Xid events NVML delivered during the session. A value NVML can't give is None with its reason in ``unavailable``, as in the probe.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
     # nvml.h values, named here so the bindings' version doesn't matter.
 THRESHOLD_SHUTDOWN, THRESHOLD_SLOWDOWN = 0, 1
+CLOCK_SM, CLOCK_MEM = 1, 2  # nvmlClockType_t
 EVENT_XID_CRITICAL = 0x8
 TIMEOUT = 10  # NVML_ERROR_TIMEOUT: no event came
 MAX_EVENTS = 256
@@ -45,6 +47,10 @@ class GpuReads:
     minor_number: int | None = None
     nvlink_links: int | None = None               # active NVLink links; 0: none (no NVLink)
     nvlink_version: int | None = None             # nvmlNvlinkVersion_t: 4 = NVLink 3.0 (A100)
+    clocks_sm_app_mhz: int | None = None          # applications clocks (nvidia-smi -ac sets them)
+    clocks_mem_app_mhz: int | None = None
+    clocks_sm_max_mhz: int | None = None
+    clocks_mem_max_mhz: int | None = None
     xid_events: list[int] | None = None           # None: NVML events unavailable (reason below)
     unavailable: dict[str, str] = new(dict)
 
@@ -77,6 +83,11 @@ def read_gpu(pynvml: Any, handle: Any, read: Reader) -> GpuReads:
                                         THRESHOLD_SHUTDOWN)
     reads.compute_mode = read(missing, "compute_mode", pynvml.nvmlDeviceGetComputeMode, handle)
     reads.minor_number = read(missing, "minor_number", pynvml.nvmlDeviceGetMinorNumber, handle)
+    for field, function, kind in (("clocks_sm_app_mhz", "nvmlDeviceGetApplicationsClock", CLOCK_SM),
+                                  ("clocks_mem_app_mhz", "nvmlDeviceGetApplicationsClock", CLOCK_MEM),
+                                  ("clocks_sm_max_mhz", "nvmlDeviceGetMaxClockInfo", CLOCK_SM),
+                                  ("clocks_mem_max_mhz", "nvmlDeviceGetMaxClockInfo", CLOCK_MEM)):
+        setattr(reads, field, read(missing, field, getattr(pynvml, function), handle, kind))
     _nvlink(pynvml, handle, read, reads)
     return reads
 

@@ -309,6 +309,14 @@ def nvmlDeviceGetCurrentClocksThrottleReasons(handle) -> int:
     return _out("nvmlDeviceGetCurrentClocksThrottleReasons", handle, c_ulonglong)
 
 
+def nvmlDeviceGetApplicationsClock(handle, clock_type: int) -> int:
+    return _out("nvmlDeviceGetApplicationsClock", handle, c_uint, c_int(clock_type))
+
+
+def nvmlDeviceGetMaxClockInfo(handle, clock_type: int) -> int:
+    return _out("nvmlDeviceGetMaxClockInfo", handle, c_uint, c_int(clock_type))
+
+
 def nvmlDeviceGetComputeMode(handle) -> int:
     return _out("nvmlDeviceGetComputeMode", handle, c_int)
 

@@ -2,7 +2,8 @@
 
 ``envcheck.io/env.<name>`` = ready | degraded | not-ready per env, ``envcheck.io/ready-envs`` =
 the count of ready envs, ``envcheck.io/gpu-health`` = ok | degraded | faulty (level 1, read
-now; absent on a node without GPUs). Every key and value is a valid Kubernetes label.
+now; absent on a node without GPUs), ``envcheck.io/preflight`` = the node's verdict in the last
+fleet preflight (``preflight_mark.VERDICTS``; absent when none was kept). Every key and value is a valid Kubernetes label.
 
 The key's name part (after ``envcheck.io/``) must be at most 63 characters, begin and end with
 a letter or digit; env names may be 64 characters and end in ``-``, ``.`` or ``_``. The rule
@@ -71,4 +72,6 @@ def node_labels(readiness: Readiness) -> NodeLabels:
     labels[f"{PREFIX}ready-envs"] = str(len(readiness.ready_envs))
     if readiness.health in HEALTH:
         labels[f"{PREFIX}gpu-health"] = HEALTH[readiness.health]
+    if readiness.preflight is not None:
+        labels[f"{PREFIX}preflight"] = readiness.preflight.verdict
     return NodeLabels(labels, keys, readiness)

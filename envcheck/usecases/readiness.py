@@ -5,6 +5,7 @@ labels` render; nothing here runs a validation or imports a framework.
 Per env (``EnvReadiness``): its framework and lock variant, the verdict of its stored report
 while that report is current (``StoredReport.changed``, the gate's rule), its time, whether it
 is stale, each device's seconds per smoke step and the multi-device efficiency it measured.
+The node's verdict in the last fleet preflight, when one was kept (``preflight_mark``).
 An env is ready when its stored report is current and says ready or degraded; one never
 validated, whose report is unreadable or stale, or whose env is not intact is not ready, and
 its ``verdict`` says which (``VERDICTS``). Per GPU: ``host.level1``'s check states, read now
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from ..envs.env_info import EnvInfo
     from ..host.level1 import HealthReport
     from ..paths import Home
+    from .preflight_mark import PreflightMark
     from .session import Session
 
 SCHEMA = "envcheck.readiness/1"
@@ -88,6 +90,7 @@ class Readiness(Result):
     # keeps their paths alive: pathlib interns each path part, and parts dying and coming back
     # every scrape churn CPython's interned-string table until it resizes (+0.5 MB, once).
     infos: list[EnvInfo] = field(default_factory=list, repr=False, compare=False)
+    preflight: PreflightMark | None = None  # this node's verdict in the last fleet preflight
 
     @property
     def ready_envs(self) -> list[str]:
@@ -108,19 +111,23 @@ class Readiness(Result):
 
     def body(self) -> dict[str, Any]:
         return {"version": self.version, "driver": self.driver, "cuda": self.cuda, "health": self.health,
-                "envs": [e.to_json() for e in self.envs], "gpus": [g.to_json() for g in self.gpus]}
+                "envs": [e.to_json() for e in self.envs], "gpus": [g.to_json() for g in self.gpus],
+                "preflight": self.preflight.body() if self.preflight else None}
 
 
 def readiness(session: Session) -> Readiness:
     """This node's readiness now: the session's level-1 read (one NVML session) and every env's
     stored report, judged against it."""
+    from . import preflight_mark
+
     session.want_level1()
     health = session.health
     host = health.host
     infos = session.store.list()
     return Readiness(label_value(_version()), label_value(host.driver_version or "") or None,
                      label_value(host.cuda_driver_version or "") or None, health.node_verdict,
-                     [env_readiness(session, info) for info in infos], gpus(health), infos)
+                     [env_readiness(session, info) for info in infos], gpus(health), infos,
+                     preflight_mark.read(session.home))
 
 
 def read_now(home: Home, observer: Progress = SILENT) -> tuple[Readiness, HealthReport]:

@@ -33,7 +33,9 @@
  *                           once: K 1 delivers them after it, during the run; default 0),
  *                           nvlink=LINKS/VERSION active NVLink links and nvmlDeviceGetNvLink
  *                           Version's answer (default na: NOT_SUPPORTED, a GPU without NVLink;
- *                           links past LINKS answer INVALID_ARGUMENT)
+ *                           links past LINKS answer INVALID_ARGUMENT), appclocks=SM/MEM the
+ *                           applications clocks (MHz, default 1410/1215), maxclocks=SM/MEM the
+ *                           maximum clocks (default 1410/1593), each =na for NOT_SUPPORTED
  *   FAKE_NVML_INIT_ERROR    nvmlReturn_t code returned by nvmlInit_v2 / nvmlInitWithFlags
  *   FAKE_NVML_ERROR_<fn>    "CODE" (every call of fn) or "CODE:I,J" (only for GPUs I and J)
  *   FAKE_NVML_HANG_<fn>     "SECONDS" or "SECONDS:I,J": fn answers only after SECONDS (a GPU
@@ -91,6 +93,7 @@ struct fake_device {
     int t_slow, t_shut, cmode, minor, events;                 /* or NA */
     int xids[MAX_XIDS], nxids, xid_next, xid_late;
     int nvlinks, nvlink_version;                              /* nvlinks NA: no NVLink */
+    int app_sm, app_mem, max_sm, max_mem;                     /* MHz, or NA */
 };
 
 struct process_name {
@@ -163,6 +166,8 @@ static void parse_level1(struct fake_device *d, const char *key, const char *v)
     else if (!strcmp(key, "minor")) d->minor = na_or_int(v);
     else if (!strcmp(key, "events")) d->events = na_or_int(v);
     else if (!strcmp(key, "xidlate")) d->xid_late = atoi(v);
+    else if (!strcmp(key, "appclocks")) pair(v, &d->app_sm, &d->app_mem);
+    else if (!strcmp(key, "maxclocks")) pair(v, &d->max_sm, &d->max_mem);
     else if (!strcmp(key, "nvlink")) {
         d->nvlinks = NA;
         if (!na) sscanf(v, "%d/%d", &d->nvlinks, &d->nvlink_version);
@@ -196,6 +201,10 @@ static void parse_gpu(char *spec, int i)
     d->minor = i;
     d->events = 1;
     d->nvlinks = NA;
+    d->app_sm = 1410;
+    d->app_mem = 1215;
+    d->max_sm = 1410;
+    d->max_mem = 1593;
     d->replay_from = 2;
     snprintf(d->name, sizeof d->name, "%s", field ? field : "NVIDIA Fake GPU");
     snprintf(d->uuid, sizeof d->uuid, "GPU-fa4e0000-0000-0000-0000-%012d", i);
@@ -900,5 +909,30 @@ nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigned int link, 
     if (link >= (unsigned int)device->nvlinks) return 2;
     *version = (unsigned int)device->nvlink_version;
     return 0;
+}
+#endif
+
+/* clock type 1 = NVML_CLOCK_SM, 2 = NVML_CLOCK_MEM; others (graphics, video) unsupported here. */
+static nvmlReturn_t clock_of(int sm, int mem, int type, unsigned int *clock)
+{
+    int value = type == 1 ? sm : type == 2 ? mem : NA;
+    if (value == NA) return 3;
+    *clock = (unsigned int)value;
+    return 0;
+}
+
+#ifndef OMIT_nvmlDeviceGetApplicationsClock
+nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, int type, unsigned int *clock)
+{
+    ENTER_DEVICE(device);
+    return clock_of(device->app_sm, device->app_mem, type, clock);
+}
+#endif
+
+#ifndef OMIT_nvmlDeviceGetMaxClockInfo
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, int type, unsigned int *clock)
+{
+    ENTER_DEVICE(device);
+    return clock_of(device->max_sm, device->max_mem, type, clock);
 }
 #endif

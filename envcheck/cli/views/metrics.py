@@ -47,9 +47,26 @@ def families(readiness: Any) -> list[Family]:
                "0 not-ready, NaN not answerable on this GPU",
                [({"gpu": str(g.index), "uuid": g.uuid, "check": check}, CHECK_VALUES.get(state, math.nan))
                 for g in gpus for check, state in g.checks.items()]),
+        *_preflight(readiness.preflight),
         Family("envcheck_driver_info", "The NVIDIA driver and the newest CUDA it runs",
                [({"driver": readiness.driver, "cuda": readiness.cuda or ""}, 1.0)] if readiness.driver else []),
         Family("envcheck_build_info", "The envcheck that exports these metrics", [({"version": readiness.version}, 1.0)]),
+    ]
+
+
+def _preflight(mark: Any) -> list[Family]:
+    """The node's verdict in the last fleet preflight; no samples when none was kept."""
+    from ...usecases.preflight_mark import OK
+
+    return [
+        Family("envcheck_preflight_ok", "1 when the last fleet preflight found this node healthy (or had "
+               "nothing to judge it against), else 0; verdict says which",
+               [({"verdict": mark.verdict}, 1.0 if mark.verdict in OK else 0.0)] if mark else []),
+        Family("envcheck_preflight_timestamp_seconds", "When the last fleet preflight judged this node (Unix time)",
+               [({}, mark.at)] if mark else []),
+        Family("envcheck_preflight_ratio", "This node's figure over its model's median across the fleet, in the "
+               "last fleet preflight (1 = the median)",
+               [({"figure": name}, ratio) for name, ratio in mark.ratios.items()] if mark else []),
     ]
 
 
