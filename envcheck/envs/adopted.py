@@ -17,6 +17,7 @@ Kinds, and how each adds a package (``install_command``): ``venv`` (``pip instal
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shlex
@@ -31,10 +32,28 @@ from ..errors import UsageError
 KINDS = ("venv", "uv-project", "conda", "system")
 PROBE_TIMEOUT = 20.0  # seconds an interpreter has to answer (one that hangs at start is named)
 # The interpreter's facts, in the standard library of any Python 3; -S: ``site`` imported here,
-# after the flags, so the .pth files of the env run nothing of theirs.
+# after the flags, so the .pth files of the env run nothing of theirs. With them, the lines of
+# the loader's cache (``ldconfig -p``, for ``cuda_libraries``) naming the libraries given as
+# arguments, read while the sites are found: a child of the probe's, not one more of envcheck's
+# (each costs a guard). Cheap on purpose, as ``probe_ahead`` says: ``posix_spawnp`` where there
+# is one (3.8+), not subprocess, and the answer a Python literal in ASCII (``ascii``, read by
+# ``ast.literal_eval``), not JSON: either import (re, enum, threading) costs more than the rest.
 _PROBE = """
-import json, os, sys
+import os, sys
 import site
+try:
+    out, into = os.pipe()
+    if hasattr(os, "posix_spawnp"):
+        null = os.open(os.devnull, os.O_RDWR)
+        ldconfig = os.posix_spawnp("ldconfig", ["ldconfig", "-p"], os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, into, 1), (os.POSIX_SPAWN_DUP2, null, 2)])
+    else:
+        import subprocess
+        ldconfig = subprocess.Popen(["ldconfig", "-p"], stdin=subprocess.DEVNULL, stdout=into,
+                                    stderr=subprocess.DEVNULL).pid
+    os.close(into)
+except Exception:  # no ldconfig (musl): no cache
+    ldconfig = None
 exe_dir = os.path.dirname(os.path.abspath(sys.executable))
 venv, system_sites = None, True
 for folder in (exe_dir, os.path.dirname(exe_dir)):  # site.venv's rule, without running the env's .pth files
@@ -52,11 +71,18 @@ except AttributeError:
     sites = []
 sites += [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")) and p not in sites
           and not venv]
-print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3], "major": sys.version_info[0],
-                  "executable": sys.executable, "prefix": prefix, "base_prefix": sys.base_prefix,
-                  "sites": [p for p in dict.fromkeys(sites) if os.path.isdir(p)],
-                  "implementation": sys.implementation.name}))
+cache = []
+if ldconfig is not None:
+    with os.fdopen(out, "rb") as fh:
+        lines = fh.read().decode("utf-8", "replace").splitlines()
+    os.waitpid(ldconfig, 0)
+    cache = [line.strip() for line in lines if line.strip().startswith(tuple(n + ".so." for n in sys.argv[1:]))]
+print(ascii({"version": "%d.%d.%d" % sys.version_info[:3], "major": sys.version_info[0],
+            "executable": sys.executable, "prefix": prefix, "base_prefix": sys.base_prefix,
+            "sites": [p for p in dict.fromkeys(sites) if os.path.isdir(p)],
+            "implementation": sys.implementation.name, "loader_cache": cache}))
 """
+
 
 @dataclass
 class Found:
@@ -83,6 +109,32 @@ class Found:
 def inspect(given: str, home_root: Path) -> Found:
     """What ``given`` is (see the module docstring); a UsageError naming PATH and the fix for
     anything that is no env and no interpreter."""
+    interpreter, project = _locate(given, home_root)
+    facts = _probe(interpreter, given)
+    prefix = Path(facts["prefix"]).resolve()
+    _refuse_managed(prefix, home_root, given)
+    if project is None and (prefix / "conda-meta").is_dir():
+        kind = "conda"
+    elif project is not None:
+        kind = "uv-project"
+    elif (prefix / "pyvenv.cfg").is_file():
+        kind = "venv"
+        if prefix.name == ".venv" and (prefix.parent / "pyproject.toml").is_file() and (prefix.parent / "uv.lock").is_file():
+            kind, project = "uv-project", prefix.parent
+    else:
+        kind = "system"
+    found = Found(kind, prefix, interpreter, facts["version"], list(facts["sites"]), project)
+    found.libraries = cuda_libraries(prefix, found.sites, kind == "conda", facts["loader_cache"])
+    if kind == "conda":
+        found.conda, found.conda_builds = conda_records(prefix)
+        found.pixi = next((p for p in prefix.parents if (p / "pixi.toml").is_file() or (p / "pixi.lock").is_file()),
+                          None)
+    return found
+
+
+def _locate(given: str, home_root: Path) -> tuple[Path, Path | None]:
+    """(the interpreter to probe, the uv project given by its folder or its .venv, if so); a
+    UsageError for what is no env and no interpreter, before anything is run."""
     raw = Path(given).expanduser()
     if raw.is_symlink() and not raw.exists():
         raise UsageError(f"{given}: a broken symbolic link (to {os.readlink(raw)})", "give the env's real path")
@@ -105,26 +157,7 @@ def inspect(given: str, home_root: Path) -> Found:
     else:
         raise UsageError(f"{given}: neither a folder nor an executable", "give a venv, a uv project, a conda prefix "
                          "or a Python interpreter")
-    facts = _probe(interpreter, given)
-    prefix = Path(facts["prefix"]).resolve()
-    _refuse_managed(prefix, home_root, given)
-    if project is None and (prefix / "conda-meta").is_dir():
-        kind = "conda"
-    elif project is not None:
-        kind = "uv-project"
-    elif (prefix / "pyvenv.cfg").is_file():
-        kind = "venv"
-        if prefix.name == ".venv" and (prefix.parent / "pyproject.toml").is_file() and (prefix.parent / "uv.lock").is_file():
-            kind, project = "uv-project", prefix.parent
-    else:
-        kind = "system"
-    found = Found(kind, prefix, interpreter, facts["version"], list(facts["sites"]), project)
-    found.libraries = cuda_libraries(prefix, found.sites, kind == "conda")
-    if kind == "conda":
-        found.conda, found.conda_builds = conda_records(prefix)
-        found.pixi = next((p for p in prefix.parents if (p / "pixi.toml").is_file() or (p / "pixi.lock").is_file()),
-                          None)
-    return found
+    return interpreter, project
 
 
 # The CUDA libraries whose place decides what a framework loads (their sonames' stems).
@@ -132,11 +165,13 @@ CUDA_LIBRARIES = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl"
                   "libcusolver", "libcurand", "libnvJitLink", "libcupti", "libnvinfer")
 
 
-def cuda_libraries(prefix: Path, sites: list[str], conda: bool) -> dict[str, list[dict[str, str]]]:
+def cuda_libraries(prefix: Path, sites: list[str], conda: bool,
+                   loader_cache: list[str]) -> dict[str, list[dict[str, str]]]:
     """{soname: [{"from", "path"}, ...]}: where each CUDA library would be loaded from, in the
     loader's order for the env's interpreter: ``LD_LIBRARY_PATH`` first, then the env's own
     ``nvidia-*`` wheels (the frameworks' run paths), a conda prefix's ``lib``, then the
-    system's (the loader's cache); the first is the one loaded."""
+    system's (``loader_cache``: lines of ``ldconfig -p``, the probe reads them); the first is
+    the one loaded."""
     import glob
     import re
 
@@ -153,11 +188,7 @@ def cuda_libraries(prefix: Path, sites: list[str], conda: bool) -> dict[str, lis
             continue
         for name in sorted(n for n in names if wanted.match(n)):
             found.setdefault(name, []).append({"from": source, "path": os.path.join(folder, name)})
-    try:
-        cache = processes.run(["ldconfig", "-p"], timeout=5.0, env=clean_environ()).stdout
-    except OSError:
-        cache = ""
-    for line in cache.splitlines():
+    for line in loader_cache:
         name, _, path = line.strip().partition(" => ")
         name = name.split(" ")[0]
         if wanted.match(name) and not any(p["path"] == path for p in found.get(name, [])):
@@ -180,10 +211,44 @@ def _interpreter_in(folder: Path, given: str) -> Path:
                      "give a venv or virtualenv folder, a uv project, a conda prefix, or a Python's path")
 
 
-def _probe(interpreter: Path, given: str) -> dict[str, Any]:
-    env = clean_environ({"PYTHONDONTWRITEBYTECODE": "1"})
+def probe_ahead(name: str, given: str, home_root: Path) -> None:
+    """Start the probe of ``given`` now (`env adopt NAME PATH`), for ``inspect`` to read when it
+    gets there.
+
+    Why: the probe is two interpreter starts (its guard's, then the env's), about as long as
+    the imports of `env adopt`'s command line (click, the store), which calls this before them
+    so the two overlap (issue 28's target: adopting an env at most 1.5x the time of listing its
+    distributions). The one speed trick of adoption, kept here with the probe's own thrift (see
+    ``_PROBE``). What adoption refuses before its probe (a bad name, what ``_locate`` refuses)
+    starts nothing, and is said later as ever; a probe never read (bad input found after it)
+    dies with envcheck, as every guarded child does."""
+    from .env_info import check_name
+
     try:
-        done = processes.run([str(interpreter), "-I", "-S", "-B", "-c", _PROBE], timeout=PROBE_TIMEOUT, env=env)
+        check_name(name)
+        interpreter = str(_locate(given, home_root)[0])
+        _AHEAD[interpreter] = processes.begin(_probe_command(interpreter), env=_probe_environ())
+    except Exception:  # bad input, said by ``inspect`` as ever: this is only a head start
+        return
+
+
+_AHEAD: dict[str, processes.Begun] = {}  # started by ``probe_ahead``, by interpreter
+
+
+def _probe_command(interpreter: str) -> list[str]:
+    return [interpreter, "-I", "-S", "-B", "-c", _PROBE, *CUDA_LIBRARIES]
+
+
+def _probe_environ() -> dict[str, str]:
+    return clean_environ({"PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def _probe(interpreter: Path, given: str) -> dict[str, Any]:
+    env = _probe_environ()
+    ahead = _AHEAD.pop(str(interpreter), None)
+    try:
+        done = ahead.finish(timeout=PROBE_TIMEOUT) if ahead is not None else \
+            processes.run(_probe_command(str(interpreter)), timeout=PROBE_TIMEOUT, env=env)
     except OSError as exc:
         raise UsageError(f"{given}: {interpreter} cannot be run: {exc.strerror or exc}",
                          "give a working Python 3 interpreter") from None
@@ -191,10 +256,10 @@ def _probe(interpreter: Path, given: str) -> dict[str, Any]:
         raise UsageError(f"{given}: {interpreter} did not answer within {PROBE_TIMEOUT:.0f} s",
                          "check that it starts (something in it hangs at start-up)")
     try:
-        facts = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+        facts = ast.literal_eval(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
         if not isinstance(facts, dict) or facts.get("major") != 3:
             raise ValueError
-    except (ValueError, IndexError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, IndexError):
         raise UsageError(f"{given}: {interpreter} is {_which_python(interpreter, env)} (it did not answer as "
                          "Python 3)", "envcheck judges Python 3 envs: give a Python 3 interpreter") from None
     return facts
