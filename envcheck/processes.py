@@ -61,10 +61,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections import namedtuple
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+
+# Neither typing nor dataclasses imported (their imports cost more than the rest of this
+# module's): `env adopt` starts its probe before the rest of envcheck is imported (envs.adopt_probe).
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Callable, Iterator, Mapping, Sequence
 
 from ._guard import Interrupted, Interrupts, end_at_first_interrupt, exit_quietly, on_interrupt, reset_signals
 from .child_env import (PCI_ORDER, PURPOSES, STRIPPED, child_environ, clean_environ, env_environ, venv_of,
@@ -298,6 +303,8 @@ def temporary_directory(prefix: str = "envcheck-") -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=prefix) as path:
         _SCRATCH.append(path)
         try:
+            from pathlib import Path
+
             yield Path(path)
         finally:
             _SCRATCH.remove(path)
@@ -317,13 +324,11 @@ def started(cmd: Sequence[str | os.PathLike], **options) -> Iterator[Child]:
 
 # -- run with a deadline ---------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Completed:
-    returncode: int | None  # None: stopped at its deadline; -N: killed by signal N
-    stdout: str
-    stderr: str
-    timed_out: bool
-    limit: float | None = None  # when timed out: the limit (seconds) that ran out
+class Completed(namedtuple("Completed", "returncode stdout stderr timed_out limit", defaults=(None,))):
+    """How ``run`` ended: ``returncode`` None when stopped at its deadline, -N when killed by
+    signal N; its output; ``limit``, when timed out: the limit (seconds) that ran out."""
+
+    __slots__ = ()
 
 
 def _check_limit(name: str, value: float | None) -> None:

@@ -14,7 +14,7 @@ spellings below but the stored report can't say "ready"; to click for anything e
 prints for the same answer (test_envelope.py compares them).
 
 Besides the gate, one head start: ``env adopt NAME PATH`` in plain spellings has PATH's probe
-started before click is imported (``adopt_ahead``; why, in ``envs.adopted.probe_ahead``), and
+started before click is imported (``adopt_ahead``; why, in ``envs.adopt_probe.probe_ahead``), and
 click then runs the command as it runs every other.
 """
 from __future__ import annotations
@@ -67,15 +67,15 @@ def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
 
 def adopt_ahead(argv: list[str]) -> None:
     """``env adopt NAME PATH [--json]`` in plain spellings: PATH's probe started before click
-    is imported (``envs.adopted.probe_ahead`` says why); click then runs the command as ever."""
+    is imported (``envs.adopt_probe.probe_ahead`` says why); click then runs the command as ever."""
     home, args = _globals(argv) or (None, [])
     if args[:2] != ["env", "adopt"] or not (4 <= len(args) <= 5) or args[4:] not in ([], ["--json"]) \
             or any(a.startswith("-") for a in args[2:4]):
         return
-    from ..envs.adopted import probe_ahead
+    from ..envs.adopt_probe import probe_ahead
     from ..paths import Home
 
-    probe_ahead(args[2], args[3], Home(home).root)
+    probe_ahead(args[3], Home(home).root)
 
 
 def fast_check(argv: list[str]) -> int | None:
