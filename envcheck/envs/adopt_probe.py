@@ -3,12 +3,13 @@
 read by running it once, isolated (``-I -S -B``), under a deadline (``probe``).
 
 Apart from ``adopted`` so that `env adopt` can start the probe before the rest of envcheck is
-imported (``probe_ahead``): this module imports os, pathlib and ``processes``, nothing else at
-its top.
+imported (``probe_ahead``): this module imports os, shlex, pathlib and ``processes``, nothing
+else at its top.
 """
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from .. import processes

@@ -4,11 +4,11 @@ changed.
 
 ``inspect(PATH)`` says what PATH is (``Found``: its kind, interpreter, folder and facts) by
 reading it and running its interpreter once, isolated (``-I -S -B``: no user site, no
-``site`` import, no bytecode written), under a deadline (``adopt_probe``). The store records an adopted env in
-``$ENVCHECK_HOME/envs/NAME/`` (its manifest's ``adopted`` block, its reports, its baseline):
-nothing is ever written inside PATH. Its site folders (a system Python's ``dist-packages``
-lie outside its prefix) are registered with ``metadata`` so every reader of an env's files
-finds them.
+``site`` import, no bytecode written), under a deadline (``adopt_probe``). The store records
+an adopted env in ``$ENVCHECK_HOME/envs/NAME/`` (its manifest's ``adopted`` block, its
+reports, its baseline): nothing is ever written inside PATH. Its site folders (a system
+Python's ``dist-packages`` lie outside its prefix) are registered with ``metadata`` so every
+reader of an env's files finds them.
 
 Kinds, and how each adds a package (``install_command``): ``venv`` (``pip install`` in it, or
 ``uv pip install --python`` where it has no pip), ``uv-project`` (``uv add`` in the project),
