@@ -2,7 +2,7 @@
 """Envs people already have (issue 28): three figures, each side by side with its floor, whole
 processes, interleaved rounds after one warm-up each.
 
-    python bench/bench_adopt.py [--runs 7] [--venv DIR]
+    python bench/bench_adopt.py [--runs 7] [--venv DIR] [--only validate|adopt|check]
 
 1. `envcheck validate --python VENV --devices cpu --json` on a venv of the user's own with a CPU
    torch installed by pip (``--venv``; made once when absent: `pip install torch==2.13.0`, the
@@ -16,7 +16,8 @@ processes, interleaved rounds after one warm-up each.
    and for an env envcheck made (a tiny preset), each against `python -c pass` of envcheck's
    interpreter. Target: the adopted env's ratio the same as the managed one's (within 10%).
 
-Prints markdown and writes bench/results/adopt.md. Timing only, no assertions.
+Prints markdown and writes bench/results/adopt.md (with ``--only PART``, that part alone:
+bench/results/adopt-PART.md). Timing only, no assertions.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from wheelhouse import build_wheel  # noqa: E402  (the tests' tiny wheels)
 
+PARTS = ("validate", "adopt", "check")  # the three figures, in the order below
 TINY = ('title = "tiny"\ndescription = ""\nkind = "cpu"\nframework = "torch"\nrequires-python = ">=3.8"\n'
         'packages = ["torch==2.13.0"]\n')
 
@@ -70,71 +72,76 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--venv", default=str(Path.home() / ".cache" / "envcheck-bench-user-venv"))
+    parser.add_argument("--only", choices=PARTS, help="run this part alone (default: all three)")
     args = parser.parse_args()
+    parts = [args.only] if args.only else list(PARTS)
     compileall.compile_dir(str(ROOT / "envcheck"), quiet=1)
     scratch = Path(tempfile.mkdtemp(prefix="envcheck-bench-adopt-"))
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVCHECK_HOME", "VIRTUAL_ENV")}
     env = {**base, "ENVCHECK_HOME": str(scratch / "home")}
-    venv = torch_venv(Path(args.venv))
-    many = many_venv(Path(args.venv).parent / "envcheck-bench-300")
+    venv = torch_venv(Path(args.venv)) if "validate" in parts or "check" in parts else None
+    many = many_venv(Path(args.venv).parent / "envcheck-bench-300") if "adopt" in parts else None
     out = [f"`{' '.join(sys.argv)}` on {machine()['node']}: {machine()['cpus']} CPUs, load average "
            f"{machine()['loadavg']:.2f}, {args.runs} rounds, interleaved, 1 warm-up each", ""]
 
-    # 1. validate --python against the bare fit in the venv's own interpreter
-    bare = ROOT / "bench" / "bare_fit_torch.py"
-    validate = envcheck_cmd() + ["validate", "--python", str(venv), "--devices", "cpu", "--json"]
-    report = json.loads(run(validate, env))["reports"][0]
-    if report["verdict"] not in ("ready", "degraded") or report["devices"][0]["status"] != "pass":
-        sys.exit(f"validate --python did not fit: {report['verdict']}")
-    v_name, b_name = "envcheck validate --python VENV --devices cpu --json", "VENV/bin/python bench/bare_fit_torch.py cpu"
-    times = interleaved({v_name: lambda: wall_ms(validate, env),
-                         b_name: lambda: wall_ms([str(venv / "bin" / "python"), str(bare), "cpu"],
-                                                 {**base, "PYTHONNOUSERSITE": "1"})}, args.runs)
-    ratio1 = statistics.median(times[v_name]) / statistics.median(times[b_name])
-    out += ["### 1. validate --python on a user's venv with CPU torch", "", table(times, b_name, "× bare fit"), "",
-            f"- **{ratio1:.2f}x** the bare fit (target <= 1.2x: {'met' if ratio1 <= 1.2 else 'MISSED'})", ""]
+    if "validate" in parts:
+        # 1. validate --python against the bare fit in the venv's own interpreter
+        bare = ROOT / "bench" / "bare_fit_torch.py"
+        validate = envcheck_cmd() + ["validate", "--python", str(venv), "--devices", "cpu", "--json"]
+        report = json.loads(run(validate, env))["reports"][0]
+        if report["verdict"] not in ("ready", "degraded") or report["devices"][0]["status"] != "pass":
+            sys.exit(f"validate --python did not fit: {report['verdict']}")
+        v_name, b_name = "envcheck validate --python VENV --devices cpu --json", "VENV/bin/python bench/bare_fit_torch.py cpu"
+        times = interleaved({v_name: lambda: wall_ms(validate, env),
+                             b_name: lambda: wall_ms([str(venv / "bin" / "python"), str(bare), "cpu"],
+                                                     {**base, "PYTHONNOUSERSITE": "1"})}, args.runs)
+        ratio1 = statistics.median(times[v_name]) / statistics.median(times[b_name])
+        out += ["### 1. validate --python on a user's venv with CPU torch", "", table(times, b_name, "× bare fit"), "",
+                f"- **{ratio1:.2f}x** the bare fit (target <= 1.2x: {'met' if ratio1 <= 1.2 else 'MISSED'})", ""]
 
-    # 2. env adopt of 300 distributions against listing them
-    def adopt() -> float:  # each adopt, then the env forgotten again (untimed): a path is adopted once
-        took = wall_ms(envcheck_cmd() + ["env", "adopt", "m", str(many)], env)
-        run(envcheck_cmd() + ["env", "remove", "m", "--yes"], env)
-        return took
+    if "adopt" in parts:
+        # 2. env adopt of 300 distributions against listing them
+        def adopt() -> float:  # each adopt, then the env forgotten again (untimed): a path is adopted once
+            took = wall_ms(envcheck_cmd() + ["env", "adopt", "m", str(many)], env)
+            run(envcheck_cmd() + ["env", "remove", "m", "--yes"], env)
+            return took
 
-    listing = [str(many / "bin" / "python"), "-c", "import importlib.metadata as m; list(m.distributions())"]
-    a_name, l_name = "envcheck env adopt NAME VENV300", "VENV300/bin/python -c 'list(importlib.metadata.distributions())'"
-    times = interleaved({a_name: adopt, l_name: lambda: wall_ms(listing, base)}, args.runs)
-    ratio2 = statistics.median(times[a_name]) / statistics.median(times[l_name])
-    run(envcheck_cmd() + ["env", "adopt", "m", str(many)], env)
-    count = len(json.loads(run(envcheck_cmd() + ["env", "show", "m", "--json"], env))["env"]["packages"])
-    out += ["### 2. env adopt of a venv of 300 distributions", "", table(times, l_name, "× listing"), "",
-            f"- {count} distributions read; **{ratio2:.2f}x** the listing (target <= 1.5x: "
-            f"{'met' if ratio2 <= 1.5 else 'MISSED'})", ""]
+        listing = [str(many / "bin" / "python"), "-c", "import importlib.metadata as m; list(m.distributions())"]
+        a_name, l_name = "envcheck env adopt NAME VENV300", "VENV300/bin/python -c 'list(importlib.metadata.distributions())'"
+        times = interleaved({a_name: adopt, l_name: lambda: wall_ms(listing, base)}, args.runs)
+        ratio2 = statistics.median(times[a_name]) / statistics.median(times[l_name])
+        run(envcheck_cmd() + ["env", "adopt", "m", str(many)], env)
+        count = len(json.loads(run(envcheck_cmd() + ["env", "show", "m", "--json"], env))["env"]["packages"])
+        out += ["### 2. env adopt of a venv of 300 distributions", "", table(times, l_name, "× listing"), "",
+                f"- {count} distributions read; **{ratio2:.2f}x** the listing (target <= 1.5x: "
+                f"{'met' if ratio2 <= 1.5 else 'MISSED'})", ""]
 
-    # 3. the gate's stored pass: adopted against managed, each against python -c pass
-    run(envcheck_cmd() + ["env", "adopt", "mine", str(venv)], env)
-    (scratch / "home" / "presets").mkdir(parents=True, exist_ok=True)
-    (scratch / "home" / "presets" / "tiny.toml").write_text(TINY)
-    run(envcheck_cmd() + ["env", "create", "made", "--preset", "tiny"], env)
-    for name in ("mine", "made"):
-        run(envcheck_cmd() + ["validate", name, "--no-smoke"], env)
-        answer = json.loads(run(envcheck_cmd() + ["check", "--env", name, "--json"], env))
-        if not answer["cached"]:
-            sys.exit(f"check --env {name} did not answer from the stored pass")
-    p_name = f"{Path(sys.executable).name} -c pass"
-    timers = {f"envcheck check --env mine --json (adopted)": lambda: wall_ms(envcheck_cmd() + ["check", "--env", "mine", "--json"], env),
-              f"envcheck check --env made --json (managed)": lambda: wall_ms(envcheck_cmd() + ["check", "--env", "made", "--json"], env),
-              p_name: lambda: wall_ms([sys.executable, "-c", "pass"], base)}
-    times = interleaved(timers, max(args.runs, 15))
-    medians = {n: statistics.median(v) for n, v in times.items()}
-    adopted, managed = (medians[n] / medians[p_name] for n in list(timers)[:2])
-    out += ["### 3. check from a stored pass: adopted and managed", "", table(times, p_name, "× python -c pass"), "",
-            f"- adopted **{adopted:.2f}x**, managed **{managed:.2f}x** `python -c pass` (target: the same; "
-            f"{'met' if adopted <= managed * 1.1 else 'MISSED'}: {adopted / managed:.2f} of it)", ""]
+    if "check" in parts:
+        # 3. the gate's stored pass: adopted against managed, each against python -c pass
+        run(envcheck_cmd() + ["env", "adopt", "mine", str(venv)], env)
+        (scratch / "home" / "presets").mkdir(parents=True, exist_ok=True)
+        (scratch / "home" / "presets" / "tiny.toml").write_text(TINY)
+        run(envcheck_cmd() + ["env", "create", "made", "--preset", "tiny"], env)
+        for name in ("mine", "made"):
+            run(envcheck_cmd() + ["validate", name, "--no-smoke"], env)
+            answer = json.loads(run(envcheck_cmd() + ["check", "--env", name, "--json"], env))
+            if not answer["cached"]:
+                sys.exit(f"check --env {name} did not answer from the stored pass")
+        p_name = f"{Path(sys.executable).name} -c pass"
+        timers = {f"envcheck check --env mine --json (adopted)": lambda: wall_ms(envcheck_cmd() + ["check", "--env", "mine", "--json"], env),
+                  f"envcheck check --env made --json (managed)": lambda: wall_ms(envcheck_cmd() + ["check", "--env", "made", "--json"], env),
+                  p_name: lambda: wall_ms([sys.executable, "-c", "pass"], base)}
+        times = interleaved(timers, max(args.runs, 15))
+        medians = {n: statistics.median(v) for n, v in times.items()}
+        adopted, managed = (medians[n] / medians[p_name] for n in list(timers)[:2])
+        out += ["### 3. check from a stored pass: adopted and managed", "", table(times, p_name, "× python -c pass"), "",
+                f"- adopted **{adopted:.2f}x**, managed **{managed:.2f}x** `python -c pass` (target: the same; "
+                f"{'met' if adopted <= managed * 1.1 else 'MISSED'}: {adopted / managed:.2f} of it)", ""]
     text = "\n".join(out)
     print(text)
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
-    (results / "adopt.md").write_text(text + "\n")
+    (results / (f"adopt-{args.only}.md" if args.only else "adopt.md")).write_text(text + "\n")
 
 
 if __name__ == "__main__":

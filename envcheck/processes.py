@@ -61,10 +61,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections import namedtuple
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+
+# Neither typing nor dataclasses imported (their imports cost more than the rest of this
+# module's): `env adopt` starts its probe before the rest of envcheck is imported (envs.adopt_probe).
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Callable, Iterator, Mapping, Sequence
 
 from ._guard import Interrupted, Interrupts, end_at_first_interrupt, exit_quietly, on_interrupt, reset_signals
 from .child_env import (PCI_ORDER, PURPOSES, STRIPPED, child_environ, clean_environ, env_environ, venv_of,
@@ -72,8 +77,8 @@ from .child_env import (PCI_ORDER, PURPOSES, STRIPPED, child_environ, clean_envi
 
 __all__ = ["PCI_ORDER", "PURPOSES", "STRIPPED", "Child", "Completed", "Interrupted", "child_environ",
            "clean_environ", "end_at_first_interrupt", "env_environ", "exit_quietly", "venv_of",
-           "wheel_library_dirs", "reset_signals", "run", "signals_interrupt", "start", "started",
-           "stop_all", "temporary_directory"]
+           "wheel_library_dirs", "reset_signals", "Begun", "begin", "run", "signals_interrupt", "start",
+           "started", "stop_all", "temporary_directory"]
 
 GRACE_S = 2.0  # from SIGTERM to SIGKILL
 GUARD_SLACK_S = 2.0  # what the guard may take beyond the grace to kill and reap its tree
@@ -214,11 +219,16 @@ def start(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str], stdin=DEV
           grace: float = GRACE_S) -> Child:
     """Start ``cmd`` in its own session (under the guard on Linux); Popen's OSError if it
     can't be executed. Prefer ``started`` or ``run``, which also stop it."""
+    return _spawn(cmd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, grace=grace).confirm()
+
+
+def _spawn(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str], stdin, stdout, stderr,
+           cwd: str | os.PathLike | None, grace: float) -> Begun:
     argv = [os.fspath(a) for a in cmd]
     options = dict(stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env), cwd=cwd,
                    start_new_session=True)
     if not _GUARDED or not sys.executable:
-        return Child(subprocess.Popen(argv, **options), grace, False)
+        return Begun(subprocess.Popen(argv, **options), grace, None, argv[0])
     status_r, status_w = os.pipe()
     try:
         popen = subprocess.Popen([sys.executable, "-I", "-S", _GUARD, str(os.getpid()),
@@ -229,18 +239,59 @@ def start(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str], stdin=DEV
         raise
     finally:
         os.close(status_w)
-    child = Child(popen, grace, True)
-    try:
-        with os.fdopen(status_r, "rb") as status:
-            answer = status.read().decode("ascii", "replace")
-    except BaseException:
-        child.stop()
-        raise
-    if answer != "ok":
-        child.wait()
-        errno = int(answer) if answer.isdigit() else 0
-        raise OSError(errno, os.strerror(errno) if errno else "the process guard failed", argv[0])
-    return child
+    return Begun(popen, grace, status_r, argv[0])
+
+
+class Begun:
+    """A command started, not yet known to run: on Linux its guard's word (``confirm``) is
+    still to be read. ``begin`` gives one for ``run``'s second half, ``finish``."""
+
+    def __init__(self, popen: subprocess.Popen, grace: float, status: int | None, program: str):
+        self.popen, self.grace, self.status, self.program = popen, grace, status, program
+
+    def confirm(self) -> Child:
+        """The running child; Popen's OSError if the command could not be executed."""
+        child = Child(self.popen, self.grace, self.status is not None)
+        if self.status is None:
+            return child
+        try:
+            with os.fdopen(self.status, "rb") as status:
+                answer = status.read().decode("ascii", "replace")
+        except BaseException:
+            child.stop()
+            raise
+        if answer != "ok":
+            child.wait()
+            errno = int(answer) if answer.isdigit() else 0
+            raise OSError(errno, os.strerror(errno) if errno else "the process guard failed", self.program)
+        return child
+
+    def finish(self, *, timeout: float, bound: float | None = None,
+               progress: Callable[[str], float | None] | None = None) -> Completed:
+        """What ``run`` returns, for the command ``begin`` started: its deadline ``timeout``
+        seconds from now, the rest as ``run``."""
+        _check_limit("timeout", timeout)
+        _check_limit("bound", bound)
+        out, err = bytearray(), bytearray()
+        with signals_interrupt():
+            child = self.confirm()
+            try:
+                limit = _pump(child, out, err, timeout, bound, progress)
+                returncode = None if limit is not None else child.wait()
+            finally:
+                child.stop()
+        return Completed(returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                         limit is not None, limit)
+
+
+def begin(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str], stdin=DEVNULL,
+          cwd: str | os.PathLike | None = None, grace: float = GRACE_S) -> Begun:
+    """``run`` in two halves, for a caller with work of its own to do while ``cmd`` runs: here
+    ``cmd`` is started with its output piped and nothing is waited for (not even the guard);
+    ``Begun.finish`` is the rest. One never finished dies with envcheck (on Linux its guard
+    sees to it; elsewhere it runs to its end). Its output should fit a pipe (64 KiB): more
+    waits for ``finish``."""
+    return _spawn(cmd, env=env, stdin=stdin, stdout=PIPE, stderr=PIPE, cwd=cwd, grace=grace)
 
 
 @contextmanager
@@ -252,6 +303,8 @@ def temporary_directory(prefix: str = "envcheck-") -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=prefix) as path:
         _SCRATCH.append(path)
         try:
+            from pathlib import Path
+
             yield Path(path)
         finally:
             _SCRATCH.remove(path)
@@ -271,13 +324,11 @@ def started(cmd: Sequence[str | os.PathLike], **options) -> Iterator[Child]:
 
 # -- run with a deadline ---------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Completed:
-    returncode: int | None  # None: stopped at its deadline; -N: killed by signal N
-    stdout: str
-    stderr: str
-    timed_out: bool
-    limit: float | None = None  # when timed out: the limit (seconds) that ran out
+class Completed(namedtuple("Completed", "returncode stdout stderr timed_out limit", defaults=(None,))):
+    """How ``run`` ended: ``returncode`` None when stopped at its deadline, -N when killed by
+    signal N; its output; ``limit``, when timed out: the limit (seconds) that ran out."""
+
+    __slots__ = ()
 
 
 def _check_limit(name: str, value: float | None) -> None:
@@ -299,13 +350,9 @@ def run(cmd: Sequence[str | os.PathLike], *, timeout: float, env: Mapping[str, s
     """
     _check_limit("timeout", timeout)
     _check_limit("bound", bound)
-    out, err = bytearray(), bytearray()
-    with started(cmd, env=env, stdin=stdin, stdout=PIPE, stderr=PIPE, cwd=cwd,
-                 grace=grace) as child:
-        limit = _pump(child, out, err, timeout, bound, progress)
-        returncode = None if limit is not None else child.wait()
-    return Completed(returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                     limit is not None, limit)
+    with signals_interrupt():
+        return begin(cmd, env=env, stdin=stdin, cwd=cwd, grace=grace).finish(timeout=timeout, bound=bound,
+                                                                             progress=progress)
 
 
 def _pump(child: Child, out: bytearray, err: bytearray, timeout: float, bound: float | None,

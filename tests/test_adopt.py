@@ -216,6 +216,34 @@ def test_bad_paths_are_one_line_exit_2_and_nothing_changed(env, home, tmp_path, 
     assert not (home / "envs").exists() and adopted.PROBE_TIMEOUT == 20.0
 
 
+def test_a_uv_project_without_its_venv_names_uv_sync(env, home, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "proj"\nversion = "0"\n')
+    (project / "uv.lock").write_text("version = 1\n")
+
+    done = envcheck(env, "env", "adopt", "proj", str(project))
+
+    assert done.code == 2 and f"a uv project without its .venv; fix: make it first: cd {project.resolve()} && uv sync" \
+        in done.err and len(done.err.strip().splitlines()) == 1, done.err
+    assert not (home / "envs").exists()
+
+
+def test_a_path_refused_before_its_probe_runs_nothing_of_the_env(env, home, tmp_path):
+    """The probe starts before the command line has parsed its arguments (``probe_ahead``): a
+    path adoption refuses before probing, one inside envcheck's home, runs nothing there."""
+    ran = tmp_path / "ran"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\ntouch '{ran}'\nexec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    (home / "envs" / "made" / "bin").mkdir(parents=True)
+    (home / "envs" / "made" / "bin" / "python").symlink_to(python)
+
+    inside = envcheck(env, "env", "adopt", "inside", str(home / "envs" / "made"))
+    assert inside.code == 2 and "inside envcheck's home" in inside.err and not ran.exists(), inside.err
+    assert envcheck(env, "env", "adopt", "mine", str(python)).code == 0 and ran.exists()
+
+
 def test_the_home_itself_and_a_deleted_env(env, home, user_venv, wheelhouse):
     (home / "presets").mkdir()
     (home / "presets" / "t.toml").write_text('title = "t"\nkind = "cpu"\nframework = "tensorflow"\n'

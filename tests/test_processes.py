@@ -198,6 +198,22 @@ def test_a_command_that_cannot_run_raises_as_popen_does(tmp_path: Path):
         processes.run([str(not_executable)], timeout=30, env=processes.clean_environ())
 
 
+def test_a_command_begun_runs_while_its_caller_works_and_finishes_as_run_does(tmp_path: Path):
+    ran = tmp_path / "ran"
+
+    begun = processes.begin(["sh", "-c", f"touch '{ran}'; printf out; printf err >&2; exit 3"],
+                            env=processes.clean_environ())
+    deadline = time.monotonic() + 30
+    while not ran.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran.exists()  # before anyone waited for it
+    done = begun.finish(timeout=30)
+
+    assert (done.returncode, done.stdout, done.stderr, done.timed_out) == (3, "out", "err", False)
+    with pytest.raises(FileNotFoundError):
+        processes.begin([str(tmp_path / "missing")], env=processes.clean_environ()).finish(timeout=30)
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, 0, -1])
 def test_a_timeout_must_be_finite_and_positive(bad: float):
     with pytest.raises(ValueError):

@@ -12,7 +12,8 @@ May import: ``usecases`` and, for parsing at the edge, the parsers and types bel
 
 ``run`` is the console script. It tries the click-free fast path of the pre-training gate
 first (``fast.py``: a training job calls ``envcheck check`` before every start, and click
-alone costs about 40 ms), then the click command tree (``main.py``).
+alone costs about 40 ms), then the click command tree (``main.py``), `env adopt`'s probe
+started before it (``fast.adopt_ahead``).
 """
 from __future__ import annotations
 
@@ -23,11 +24,12 @@ from ..errors import EnvcheckError
 
 
 def _dispatch(argv: list[str]) -> int | None:
-    from .fast import fast_check
+    from .fast import adopt_ahead, fast_check
 
     code = fast_check(argv)
     if code is not None:
         return code
+    adopt_ahead(argv)
     from .main import main
 
     return main.main(args=argv, prog_name="envcheck", standalone_mode=False)

@@ -12,6 +12,10 @@ spellings below but the stored report can't say "ready"; to click for anything e
 (``--help``, ``--env=NAME``, a typo, a bad value), so click keeps every error message. The answer is the gate's own result
 (``usecases.gate.judge``), so its document, result envelope included, is the one click's path
 prints for the same answer (test_envelope.py compares them).
+
+Besides the gate, one head start: ``env adopt NAME PATH`` in plain spellings has PATH's probe
+started before click is imported (``adopt_ahead``; why, in ``envs.adopt_probe.probe_ahead``), and
+click then runs the command as it runs every other.
 """
 from __future__ import annotations
 
@@ -29,8 +33,8 @@ SWITCHES = {"--require-gpu": "require_gpu", "--smoke": "smoke", "--json": "as_js
 GLOBAL_SWITCHES = ("-v", "--verbose", "-q", "--quiet")
 
 
-def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
-    """(--home, the options as given) for ``check`` in plain spellings, else None."""
+def _globals(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(--home, the arguments after the global options), or None for a spelling not plain."""
     args = list(argv)
     home = None
     while args and (args[0] == "--home" or args[0] in GLOBAL_SWITCHES):
@@ -40,6 +44,12 @@ def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
             home, args = args[1], args[2:]
         else:
             args = args[1:]
+    return home, args
+
+
+def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
+    """(--home, the options as given) for ``check`` in plain spellings, else None."""
+    home, args = _globals(argv) or (None, [])
     if not args or args[0] != "check":
         return None
     given: dict = {}
@@ -53,6 +63,19 @@ def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
         else:
             return None
     return home, given
+
+
+def adopt_ahead(argv: list[str]) -> None:
+    """``env adopt NAME PATH [--json]`` in plain spellings: PATH's probe started before click
+    is imported (``envs.adopt_probe.probe_ahead`` says why); click then runs the command as ever."""
+    home, args = _globals(argv) or (None, [])
+    if args[:2] != ["env", "adopt"] or not (4 <= len(args) <= 5) or args[4:] not in ([], ["--json"]) \
+            or any(a.startswith("-") for a in args[2:4]):
+        return
+    from ..envs.adopt_probe import probe_ahead
+    from ..paths import Home
+
+    probe_ahead(args[3], Home(home).root)
 
 
 def fast_check(argv: list[str]) -> int | None:

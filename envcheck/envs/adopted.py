@@ -4,11 +4,11 @@ changed.
 
 ``inspect(PATH)`` says what PATH is (``Found``: its kind, interpreter, folder and facts) by
 reading it and running its interpreter once, isolated (``-I -S -B``: no user site, no
-``site`` import, no bytecode written), under a deadline. The store records an adopted env in
-``$ENVCHECK_HOME/envs/NAME/`` (its manifest's ``adopted`` block, its reports, its baseline):
-nothing is ever written inside PATH. Its site folders (a system Python's ``dist-packages``
-lie outside its prefix) are registered with ``metadata`` so every reader of an env's files
-finds them.
+``site`` import, no bytecode written), under a deadline (``adopt_probe``). The store records
+an adopted env in ``$ENVCHECK_HOME/envs/NAME/`` (its manifest's ``adopted`` block, its
+reports, its baseline): nothing is ever written inside PATH. Its site folders (a system
+Python's ``dist-packages`` lie outside its prefix) are registered with ``metadata`` so every
+reader of an env's files finds them.
 
 Kinds, and how each adds a package (``install_command``): ``venv`` (``pip install`` in it, or
 ``uv pip install --python`` where it has no pip), ``uv-project`` (``uv add`` in the project),
@@ -24,39 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import processes
-from ..child_env import clean_environ
-from ..errors import UsageError
+from .adopt_probe import CUDA_LIBRARIES, locate, probe, refuse_managed
 
 KINDS = ("venv", "uv-project", "conda", "system")
 PROBE_TIMEOUT = 20.0  # seconds an interpreter has to answer (one that hangs at start is named)
-# The interpreter's facts, in the standard library of any Python 3; -S: ``site`` imported here,
-# after the flags, so the .pth files of the env run nothing of theirs.
-_PROBE = """
-import json, os, sys
-import site
-exe_dir = os.path.dirname(os.path.abspath(sys.executable))
-venv, system_sites = None, True
-for folder in (exe_dir, os.path.dirname(exe_dir)):  # site.venv's rule, without running the env's .pth files
-    cfg = os.path.join(folder, "pyvenv.cfg")
-    if os.path.isfile(cfg):
-        venv = folder
-        with open(cfg) as fh:
-            keys = dict(line.split("=", 1) for line in fh if "=" in line)
-        system_sites = {k.strip(): v.strip() for k, v in keys.items()}.get("include-system-site-packages") == "true"
-        break
-prefix = venv or sys.prefix
-try:
-    sites = site.getsitepackages([prefix]) + (site.getsitepackages() if venv and system_sites else [])
-except AttributeError:
-    sites = []
-sites += [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")) and p not in sites
-          and not venv]
-print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3], "major": sys.version_info[0],
-                  "executable": sys.executable, "prefix": prefix, "base_prefix": sys.base_prefix,
-                  "sites": [p for p in dict.fromkeys(sites) if os.path.isdir(p)],
-                  "implementation": sys.implementation.name}))
-"""
+
 
 @dataclass
 class Found:
@@ -83,31 +55,10 @@ class Found:
 def inspect(given: str, home_root: Path) -> Found:
     """What ``given`` is (see the module docstring); a UsageError naming PATH and the fix for
     anything that is no env and no interpreter."""
-    raw = Path(given).expanduser()
-    if raw.is_symlink() and not raw.exists():
-        raise UsageError(f"{given}: a broken symbolic link (to {os.readlink(raw)})", "give the env's real path")
-    if not raw.exists():
-        raise UsageError(f"{given}: no such file or folder", "give a venv, a uv project, a conda prefix or a Python")
-    path = raw.resolve()
-    _refuse_managed(path, home_root, given)
-    project = None
-    if path.is_dir():
-        if (path / "pyproject.toml").is_file() and (path / ".venv").is_dir():
-            project, path = path, (path / ".venv").resolve()
-        elif (path / "pyproject.toml").is_file() and (path / "uv.lock").is_file():
-            raise UsageError(f"{given}: a uv project without its .venv", f"make it first: cd {shlex.quote(str(path))} "
-                             "&& uv sync, then adopt it again")
-        elif path.name == ".venv" and (path.parent / "pyproject.toml").is_file():
-            project = path.parent
-        interpreter = _interpreter_in(path, given)
-    elif os.access(path, os.X_OK):
-        interpreter = Path(os.path.abspath(raw))  # a venv's python is a link: keep the name it was given
-    else:
-        raise UsageError(f"{given}: neither a folder nor an executable", "give a venv, a uv project, a conda prefix "
-                         "or a Python interpreter")
-    facts = _probe(interpreter, given)
+    interpreter, project = locate(given, home_root)
+    facts = probe(interpreter, given, PROBE_TIMEOUT)
     prefix = Path(facts["prefix"]).resolve()
-    _refuse_managed(prefix, home_root, given)
+    refuse_managed(prefix, home_root, given)
     if project is None and (prefix / "conda-meta").is_dir():
         kind = "conda"
     elif project is not None:
@@ -119,7 +70,7 @@ def inspect(given: str, home_root: Path) -> Found:
     else:
         kind = "system"
     found = Found(kind, prefix, interpreter, facts["version"], list(facts["sites"]), project)
-    found.libraries = cuda_libraries(prefix, found.sites, kind == "conda")
+    found.libraries = cuda_libraries(prefix, found.sites, kind == "conda", facts["loader_cache"])
     if kind == "conda":
         found.conda, found.conda_builds = conda_records(prefix)
         found.pixi = next((p for p in prefix.parents if (p / "pixi.toml").is_file() or (p / "pixi.lock").is_file()),
@@ -127,16 +78,13 @@ def inspect(given: str, home_root: Path) -> Found:
     return found
 
 
-# The CUDA libraries whose place decides what a framework loads (their sonames' stems).
-CUDA_LIBRARIES = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl", "libcufft", "libcusparse",
-                  "libcusolver", "libcurand", "libnvJitLink", "libcupti", "libnvinfer")
-
-
-def cuda_libraries(prefix: Path, sites: list[str], conda: bool) -> dict[str, list[dict[str, str]]]:
+def cuda_libraries(prefix: Path, sites: list[str], conda: bool,
+                   loader_cache: list[str]) -> dict[str, list[dict[str, str]]]:
     """{soname: [{"from", "path"}, ...]}: where each CUDA library would be loaded from, in the
     loader's order for the env's interpreter: ``LD_LIBRARY_PATH`` first, then the env's own
     ``nvidia-*`` wheels (the frameworks' run paths), a conda prefix's ``lib``, then the
-    system's (the loader's cache); the first is the one loaded."""
+    system's (``loader_cache``: lines of ``ldconfig -p``, the probe reads them); the first is
+    the one loaded."""
     import glob
     import re
 
@@ -153,61 +101,12 @@ def cuda_libraries(prefix: Path, sites: list[str], conda: bool) -> dict[str, lis
             continue
         for name in sorted(n for n in names if wanted.match(n)):
             found.setdefault(name, []).append({"from": source, "path": os.path.join(folder, name)})
-    try:
-        cache = processes.run(["ldconfig", "-p"], timeout=5.0, env=clean_environ()).stdout
-    except OSError:
-        cache = ""
-    for line in cache.splitlines():
+    for line in loader_cache:
         name, _, path = line.strip().partition(" => ")
         name = name.split(" ")[0]
         if wanted.match(name) and not any(p["path"] == path for p in found.get(name, [])):
             found.setdefault(name, []).append({"from": "system", "path": path})
     return found
-
-
-def _refuse_managed(path: Path, home_root: Path, given: str) -> None:
-    home = Path(home_root).expanduser().resolve()
-    if path == home or home in path.parents:
-        raise UsageError(f"{given} is inside envcheck's home ({home}): envcheck manages it already",
-                         "use its env name (envcheck env list)")
-
-
-def _interpreter_in(folder: Path, given: str) -> Path:
-    for candidate in ("bin/python", "bin/python3", "python.exe", "Scripts/python.exe"):
-        if (folder / candidate).exists():
-            return folder / candidate
-    raise UsageError(f"{given}: no env (no bin/python, no pyvenv.cfg, no conda-meta) and no interpreter",
-                     "give a venv or virtualenv folder, a uv project, a conda prefix, or a Python's path")
-
-
-def _probe(interpreter: Path, given: str) -> dict[str, Any]:
-    env = clean_environ({"PYTHONDONTWRITEBYTECODE": "1"})
-    try:
-        done = processes.run([str(interpreter), "-I", "-S", "-B", "-c", _PROBE], timeout=PROBE_TIMEOUT, env=env)
-    except OSError as exc:
-        raise UsageError(f"{given}: {interpreter} cannot be run: {exc.strerror or exc}",
-                         "give a working Python 3 interpreter") from None
-    if done.timed_out:
-        raise UsageError(f"{given}: {interpreter} did not answer within {PROBE_TIMEOUT:.0f} s",
-                         "check that it starts (something in it hangs at start-up)")
-    try:
-        facts = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
-        if not isinstance(facts, dict) or facts.get("major") != 3:
-            raise ValueError
-    except (ValueError, IndexError):
-        raise UsageError(f"{given}: {interpreter} is {_which_python(interpreter, env)} (it did not answer as "
-                         "Python 3)", "envcheck judges Python 3 envs: give a Python 3 interpreter") from None
-    return facts
-
-
-def _which_python(interpreter: Path, env: dict[str, str]) -> str:
-    """"Python 2" when it answers as one (any Python's syntax, no flag Python 2 lacks)."""
-    try:
-        done = processes.run([str(interpreter), "-c", "import sys; sys.stdout.write(str(sys.version_info[0]))"],
-                             timeout=PROBE_TIMEOUT, env=env)
-    except OSError:
-        return "no Python 3"
-    return "Python 2" if done.stdout.strip() == "2" else "no Python 3"
 
 
 def conda_records(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 import signal
 import threading
 from contextlib import contextmanager
@@ -117,6 +116,8 @@ class Scratch:
         doomed = self.path(name, "removing")
         with signals_held():
             os.replace(target, doomed)
+        import shutil  # here: reading or adopting an env needs none (compressors and all)
+
         shutil.rmtree(doomed)
 
 
@@ -139,6 +140,8 @@ def is_stub(path: Path) -> bool:
 
 def discard(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
+        import shutil
+
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -94,6 +93,8 @@ def _discard_unused_cache(cache: Path) -> None:
         return
     try:
         if _lock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB):
+            import shutil  # here: every change holds the home, few take a cache back
+
             shutil.rmtree(cache, ignore_errors=True)
     finally:
         os.close(fd)

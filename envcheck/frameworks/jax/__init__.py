@@ -18,7 +18,6 @@ import re
 from dataclasses import replace
 from typing import Mapping
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..base import (SPLIT, Build, Conflict, Framework, GpuBlock, GpuOption, RunVariable, bare_build, cpu_only,
@@ -105,6 +104,8 @@ def _family_build(facts: Facts, family: Facts, dist: str, shown: str, release: V
 def _conflicts(row: Facts, major: str, packages: Mapping[str, str]) -> tuple[Conflict, ...]:
     """The env's CUDA wheels that the plugin's ``with-cuda`` pins refuse (a wheel the env lacks
     is not checked: jax[cuda12-local] takes CUDA from the system)."""
+    from packaging.specifiers import SpecifierSet  # here: the registry's readers need none
+
     found = []
     for pattern, key in PINNED:
         dist, pin = pattern.format(major=major), row[key]
