@@ -1,5 +1,6 @@
 """A node really slowed: its processes under a CPU quota of the cgroup v1 ``cpu`` controller, never
-a flag of envcheck's (the preflight tests and bench).
+a flag of envcheck's (the preflight tests and bench); or really stopped, mid-collective
+(``stopped_mid_collective``: SIGSTOP to each of its processes once its rank has joined).
 
 ``CpuQuota(fraction)`` makes a cgroup of its own under ``/sys/fs/cgroup/cpu`` (root only) whose
 ``cpu.cfs_quota_us`` is ``fraction`` of ``cpu.cfs_period_us``: its processes together get at most
@@ -11,7 +12,11 @@ process left in it back where it was and removes the group. ``throttled()`` read
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path("/sys/fs/cgroup/cpu")
 
@@ -71,3 +76,27 @@ class CpuQuota:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def stopped_mid_collective(started: subprocess.Popen, pids: Callable[[], set[int]],
+                           cmdline: Callable[[int], str]) -> tuple[str, str, set[int]]:
+    """Wait for the node's rank of a collective (a process of ``pids()`` whose command line says
+    ``"mode": "collective"``), then stop every process of the node (SIGSTOP) while the preflight
+    ``started`` runs on; its output and the pids stopped, each let go (SIGCONT) at the end."""
+    stopped: set[int] = set()
+    try:
+        while started.poll() is None and not stopped:
+            if any('"mode": "collective"' in cmdline(p) for p in pids()):
+                time.sleep(1.0)  # its rank has joined: the others wait on it
+                stopped = pids()
+                for pid in stopped:
+                    os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.05)
+        out, err = started.communicate(timeout=300)
+    finally:
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    return out, err, stopped

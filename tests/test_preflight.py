@@ -12,17 +12,14 @@ test that needs them and stopped after. Every Ray process is stopped by pid at t
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import Result, clean_env
-from cpu_quota import CpuQuota, quota_missing
+from cpu_quota import CpuQuota, quota_missing, stopped_mid_collective
 from ray_cluster import RayCluster, cmdline
 from wheelhouse import offline
 
@@ -137,22 +134,7 @@ def test_a_node_stopped_mid_collective_is_named_lost_by_the_halving_within_the_b
     started = subprocess.Popen([sys.executable, "-m", "envcheck", "fleet", "preflight", "--env", "torch", "--json",
                                 "--address", cluster.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=clean_env(), cwd=cluster.work)
-    stopped: set[int] = set()
-    try:
-        while started.poll() is None and not stopped:
-            if any('"mode": "collective"' in cmdline(p) for p in node.pids()):
-                time.sleep(1.0)  # its rank has joined: the others wait on it
-                stopped = node.pids()
-                for pid in stopped:
-                    os.kill(pid, signal.SIGSTOP)
-            time.sleep(0.05)
-        out, err = started.communicate(timeout=300)
-    finally:
-        for pid in stopped:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+    out, err, stopped = stopped_mid_collective(started, node.pids, cmdline)
     doc = json.loads(out)
     nodes = by_label(doc)
     assert stopped and started.returncode == 1, err[-2000:]

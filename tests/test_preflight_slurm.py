@@ -10,15 +10,12 @@ named by the halving. Every daemon is stopped by pid at the end.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from cpu_quota import CpuQuota, quota_missing
+from cpu_quota import CpuQuota, quota_missing, stopped_mid_collective
 from ray_cluster import cmdline, descendants
 from slurm_cluster import SlurmCluster, slurm_missing
 
@@ -83,23 +80,7 @@ def test_a_slurm_node_under_a_cpu_quota_is_named_and_its_name_is_the_exclude_lis
 
 def test_a_slurm_node_stopped_mid_collective_is_named_by_the_halving_within_the_budget(cluster):
     started = preflight(cluster, "--json")
-    stopped: set[int] = set()
-    try:
-        while started.poll() is None and not stopped:
-            tree = slurmd_tree(cluster, "n3")
-            if any('"mode": "collective"' in cmdline(p) for p in tree):
-                time.sleep(1.0)
-                stopped = slurmd_tree(cluster, "n3")
-                for pid in stopped:
-                    os.kill(pid, signal.SIGSTOP)
-            time.sleep(0.05)
-        out, err = started.communicate(timeout=300)
-    finally:
-        for pid in stopped:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+    out, err, stopped = stopped_mid_collective(started, lambda: slurmd_tree(cluster, "n3"), cmdline)
     doc = json.loads(out)
     nodes = {n["node_id"]: n for n in doc["nodes"]}
     assert stopped and started.returncode == 1, err[-2000:]
