@@ -18,12 +18,13 @@ at the end.
    no node named. Each trial is one `envcheck fleet preflight --env torch --json` (default
    budget, 60 s): its own `seconds` is the verdict's time, kept for part 2.
 2. The verdict within --budget: every trial's `seconds` against its budget (60 s, 4 nodes).
-3. The collective: ``--rounds`` interleaved rounds over the four nodes (warm Ray workers, one
-   driver): envcheck's round (`envcheck preflight collective` on every node through the fleet's
-   own dispatch, each node its rank's variables) against a bare script doing the same
-   all-reduce (torch.distributed over gloo, the same bytes and the same number of calls as
-   envcheck's last round made) run in each node's env interpreter by a Ray task pinned to the
-   node; each timed from sending the tasks to the last answer. Target: envcheck <= 1.3x bare.
+3. The collective (alone with ``--trials 0``): ``--rounds`` interleaved rounds over the four
+   nodes (warm Ray workers, one driver): envcheck's round (`envcheck preflight collective` on
+   every node through the fleet's own dispatch, each node its rank's variables) against a bare
+   script doing the same all-reduce (torch.distributed over gloo, the same bytes and the same
+   number of calls as envcheck's last round made) run in each node's env interpreter by a Ray
+   task pinned to the node; each timed from sending the tasks to the last answer. Target:
+   envcheck <= 1.3x bare.
 
 Writes bench/results/preflight.md (a section for BENCHMARKS.md) and bench/results/preflight.json.
 """
@@ -205,7 +206,8 @@ def report(results: dict) -> str:
     healthy = [t for t in results["trials"] if t["kind"] == "healthy"]
     seconds = [t["seconds"] for t in results["trials"]]
     c = results.get("collective") or {}
-    lines = [f"- Slowed node named (and no other): {sum(t['hit'] for t in slowed)} of {len(slowed)} "
+    lines = [] if not results["trials"] else [  # --trials 0: the collective alone
+             f"- Slowed node named (and no other): {sum(t['hit'] for t in slowed)} of {len(slowed)} "
              f"(named at all: {sum(t['found'] for t in slowed)}); target >= {TARGET_TRIALS} of 20",
              f"- Healthy fleet called healthy: {sum(t['hit'] for t in healthy)} of {len(healthy)}; target >= "
              f"{TARGET_TRIALS} of 20",
