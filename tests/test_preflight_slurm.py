@@ -67,7 +67,7 @@ def test_a_slurm_node_under_a_cpu_quota_is_named_and_its_name_is_the_exclude_lis
     doc = json.loads(out)
     nodes = {n["node_id"]: n for n in doc["nodes"]}
     assert doc["engine"] == "slurm" and doc["address"] == "slurm partition test", err[-2000:]
-    assert nodes["n2"]["verdict"] == "straggler" and nodes["n2"]["ratios"]["matmul_fp32"] < 0.75, err[-2000:]
+    assert nodes["n2"]["verdict"] == "straggler" and min(nodes["n2"]["ratios"].values()) < 0.75, err[-2000:]
     assert doc["summary"]["named"] == ["n2"] and doc["collective"]["ok"]
     assert sorted(n["turn"] for n in nodes.values()) == [0, 1, 2]  # one machine: in turn
     assert (exclude.returncode, listed) == (1, "n2\n")  # srun --exclude=n2
