@@ -5,13 +5,13 @@ Ray: connected once (``fleet.cluster``), so the nodes' Ray workers started by th
 serve the next ones; while connected what Ray prints goes to stderr (as ``fleet.survey`` does);
 a round is ``fleet.dispatch.dispatch``. Slurm: the nodes chosen once (``fleet.srun.select``), a
 round is one srun step on its nodes (``dispatch_srun``), every step in one allocation: the
-user's (inside salloc or sbatch), else one of the preflight's own, whole nodes (``salloc
---no-shell --exclusive``), cancelled at the end. Steps overlap the allocation's other steps
+user's (inside salloc or sbatch), else one of the preflight's own, whole nodes
+(``salloc --no-shell --exclusive``), cancelled at the end. Steps overlap the allocation's other steps
 (``--overlap``): a step stopped at its deadline on a node that stopped answering lingers there
-until the node comes back, and must not hold the next round off the others. Each node's own variables (a rank of a
-collective, its verdict to record) travel with its task (``per_node``). The nodes' envcheck
-version is asked in the first round only. Every answer is read as the fleet reads one
-(``fleet.aggregate.node_report``).
+until the node comes back, and must not hold the next round off the others. Each node's own
+variables (a rank of a collective, its verdict to record) travel with its task (``per_node``).
+The nodes' envcheck version is asked in the first round only. Every answer is read as the fleet
+reads one (``fleet.aggregate.node_report``).
 """
 from __future__ import annotations
 
