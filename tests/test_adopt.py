@@ -118,6 +118,36 @@ def test_a_venv_is_adopted_read_and_forgotten_byte_for_byte(env, home, user_venv
     assert not (home / "envs" / "mine").exists()
 
 
+def test_env_adopt_says_the_same_with_and_without_click(env, home, user_venv, monkeypatch, capsys):
+    """`env adopt NAME PATH [--json]` is answered without click (``cli.fast.fast_adopt``, for its
+    speed target); any other spelling goes through click. Both say the same, errors included."""
+    from envcheck.cli.fast import fast_adopt
+
+    def without_times(doc: dict) -> dict:
+        return {**doc, "env": {k: v for k, v in doc["env"].items() if k not in ("created", "updated")}}
+
+    said = {}
+    for path, spelling in (("fast", ("mine", str(user_venv), "--json")), ("click", ("--json", "mine", str(user_venv))),
+                           ("fast-text", ("mine", str(user_venv))), ("click-text", ("mine", "--", str(user_venv)))):
+        done = envcheck(env, "env", "adopt", *spelling)
+        assert done.code == 0, done.err
+        again = envcheck(env, "env", "adopt", *(a.replace("mine", "other") for a in spelling))
+        said[path] = (done.json() if "--json" in spelling else done.out, again.code, again.err)
+        assert envcheck(env, "env", "remove", "mine", "--yes").code == 0
+    assert said["fast"][0]["env"]["adopted"]["kind"] == "venv"
+    assert (without_times(said["fast"][0]), *said["fast"][1:]) == (without_times(said["click"][0]), *said["click"][1:])
+    assert said["fast-text"] == said["click-text"] and said["fast"][1] == 2
+    assert said["fast"][2].strip() == f"envcheck: error: {user_venv.resolve()} is adopted already, as env mine; " \
+                                      "fix: use env mine, or forget it first: envcheck env remove mine"
+
+    monkeypatch.setenv("ENVCHECK_HOME", str(home))  # which spellings the fast path answers
+    assert fast_adopt(["env", "adopt", "--json", "x", str(user_venv)]) is None
+    assert fast_adopt(["env", "adopt", "x", str(user_venv), "--help"]) is None
+    assert fast_adopt(["--home", str(user_venv / "pyvenv.cfg"), "env", "adopt", "x", str(user_venv)]) is None
+    assert fast_adopt(["-q", "env", "adopt", "x", str(user_venv)]) == 0 and "as env x" in capsys.readouterr().out
+    assert not (home / "envs" / "mine").exists() and (home / "envs" / "x").is_dir()
+
+
 def test_drift_since_adoption_is_seen_and_the_users_own_installs_are_theirs(env, home, user_venv, wheelhouse):
     assert envcheck(env, "env", "adopt", "mine", str(user_venv)).code == 0
     from wheelhouse import build_wheel

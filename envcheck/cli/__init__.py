@@ -12,8 +12,8 @@ May import: ``usecases`` and, for parsing at the edge, the parsers and types bel
 
 ``run`` is the console script. It tries the click-free fast path of the pre-training gate
 first (``fast.py``: a training job calls ``envcheck check`` before every start, and click
-alone costs about 40 ms), then the click command tree (``main.py``), `env adopt`'s probe
-started before it (``fast.adopt_ahead``).
+alone costs about 40 ms), and of ``env adopt`` (whose floor is a listing of the env's
+distributions), then the click command tree (``main.py``).
 """
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ from ..errors import EnvcheckError
 
 
 def _dispatch(argv: list[str]) -> int | None:
-    from .fast import adopt_ahead, fast_check
+    from .fast import fast_adopt, fast_check
 
-    code = fast_check(argv)
-    if code is not None:
-        return code
-    adopt_ahead(argv)
+    for fast in (fast_check, fast_adopt):
+        code = fast(argv)
+        if code is not None:
+            return code
     from .main import main
 
     return main.main(args=argv, prog_name="envcheck", standalone_mode=False)

@@ -13,9 +13,13 @@ spellings below but the stored report can't say "ready"; to click for anything e
 (``usecases.gate.judge``), so its document, result envelope included, is the one click's path
 prints for the same answer (test_envelope.py compares them).
 
-Besides the gate, one head start: ``env adopt NAME PATH`` in plain spellings has PATH's probe
-started before click is imported (``adopt_ahead``; why, in ``envs.adopt_probe.probe_ahead``), and
-click then runs the command as it runs every other.
+Besides the gate, ``env adopt NAME PATH [--json]`` in plain spellings (``fast_adopt``): its
+floor is the env's own interpreter listing its distributions (issue 28: at most 1.5x that), so
+PATH's probe is started first (why, in ``envs.adopt_probe.probe_ahead``) and the command is
+answered without click (about 17 ms of imports: ``click``, ``cli.options``, ``cli.main``) by the
+use case click's ``env adopt`` calls, rendered by the same ``render.emit``; its errors are the
+use case's, printed by ``cli.run`` as for click's path (test_adopt.py compares the two paths'
+output). Any other spelling (``--help``, an option before the arguments, ``--``) goes to click.
 """
 from __future__ import annotations
 
@@ -65,17 +69,28 @@ def _parse(argv: list[str]) -> tuple[str | None, dict] | None:
     return home, given
 
 
-def adopt_ahead(argv: list[str]) -> None:
-    """``env adopt NAME PATH [--json]`` in plain spellings: PATH's probe started before click
-    is imported (``envs.adopt_probe.probe_ahead`` says why); click then runs the command as ever."""
-    home, args = _globals(argv) or (None, [])
+def fast_adopt(argv: list[str]) -> int | None:
+    """Answer ``env adopt NAME PATH [--json]`` and return its exit code, or None when click
+    should take the call (any other spelling, or a ``--home`` that is a file: click says so)."""
+    home, args = _globals(argv) or (None, ["not plain"])
     if args[:2] != ["env", "adopt"] or not (4 <= len(args) <= 5) or args[4:] not in ([], ["--json"]) \
             or any(a.startswith("-") for a in args[2:4]):
-        return
+        return None
+    home = home or os.environ.get("ENVCHECK_HOME") or None  # click's envvar for --home
+    if home is not None and (home == "" or os.path.exists(home) and not os.path.isdir(home)):
+        return None
     from ..envs.adopt_probe import probe_ahead
     from ..paths import Home
 
-    probe_ahead(args[3], Home(home).root)
+    where = Home(home)
+    probe_ahead(args[3], where.root)
+    from ..usecases.catalogue import adopt_env
+    from ..usecases.session import Session
+    from .progress_view import Notices
+    from .render import emit
+
+    result = adopt_env(Session(where, observer=Notices()), args[2], args[3])
+    return emit(result, "json" if args[4:] else "text")
 
 
 def fast_check(argv: list[str]) -> int | None:
