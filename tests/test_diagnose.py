@@ -63,10 +63,13 @@ MESSAGES = [
      "open shared object file: No such file or directory"),
     ("fabric-manager", "CUDA initialization: Unexpected error from cudaGetDeviceCount(). ... "
      "Error 802: system not yet initialized"),
-    ("nccl-shared-memory", "RuntimeError: NCCL error in: .../ProcessGroupNCCL.cpp:..., unhandled "
+    ("nccl-system-error", "RuntimeError: NCCL error in: .../ProcessGroupNCCL.cpp:..., unhandled "
      "system error"),
     ("nccl-shared-memory", "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-... "),
     ("nccl-p2p-hang", "DDP / NCCL all-reduce hangs with no error (P2P)"),
+    ("nccl-failed-or-timed-out", "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed "
+     "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+     "corrupted/incomplete data."),
     ("nccl-p2p-hang", "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
      "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600017 milliseconds "
      "before timing out."),
@@ -96,11 +99,11 @@ REAL_LOG_MESSAGES = [
     ("dnn-library-not-found", "RuntimeError: Unimplemented: DNN library is not found.: while running "
      "replica 0 and partition 0 of a replicated computation (other replicas may have failed as "
      "well)."),
-    ("nccl-shared-memory", "2021-08-31 15:14:17.616013: W tensorflow/core/framework/op_kernel.cc:1767]"
+    ("nccl-system-error", "2021-08-31 15:14:17.616013: W tensorflow/core/framework/op_kernel.cc:1767]"
      " OP_REQUIRES failed at nccl_ops.cc:104 : Internal: NCCL: unhandled system error. Set "
      "NCCL_DEBUG=WARN for detail."),
-    ("nccl-shared-memory", "NCCL error: unhandled system error"),
-    ("nccl-shared-memory", "RuntimeError: NCCL Error 2: unhandled system error"),
+    ("nccl-system-error", "NCCL error: unhandled system error"),
+    ("nccl-system-error", "RuntimeError: NCCL Error 2: unhandled system error"),
     ("cuda-system-driver-mismatch", "2022-02-25 21:03:36.870592: E tensorflow/stream_executor/cuda/"
      "cuda_driver.cc:271] failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has "
      "unsupported display driver / cuda driver combination"),

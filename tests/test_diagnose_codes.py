@@ -55,6 +55,12 @@ PRINTED = [
     ("cudaError_t.json", "ggml_cuda_init: failed to initialize CUDA: {message}"),
     ("cudaError_t.json", "onnxruntime::CudaCall CUDA failure {number}: {message} ; GPU=0 ; hostname=h ; expr=cudaSetDevice(0);"),
     ("CUresult.json", "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed call to cuInit: {name}: {message}"),
+    # the driver API's messages (cuGetErrorString) where a tool prints them without the name
+    ("CUresult.json", "RuntimeError: Triton Error [CUDA]: {message}"),  # triton's driver.c
+    ("CUresult.json", "pycuda._driver.LogicError: cuMemAlloc failed: {message}"),  # pycuda: "<call> failed: <message>"
+    ("CUresult.json", "[TRT] [E] 1: [convolutionRunner.cpp::execute::391] Error Code 1: Cuda Driver ({message})"),
+    ("cudaError_t.json", "GPUassert: {message} kernel.cu 42"),  # the gpuErrchk macro many CUDA programs copy
+    ("hipError_t.json", "ggml_cuda_init: failed to initialize ROCm: {message}"),
     ("hipError_t.json", "RuntimeError: HIP error: {message}"),
     ("nvmlReturn_t.json", "Failed to initialize NVML: {message}"),
     ("cusparseStatus_t.json", "CUSPARSE API failed at line 130 with error: {message} ({number})"),
@@ -161,6 +167,7 @@ def test_the_tables_are_generated_from_the_enumerations():
     ("OSError: libcublasLt.so.12: cannot open shared object file: No such file or directory", "cuda-library-not-found"),
     ("Could not load library cudnn_ops_infer64_8.dll. Error code 126", "cudnn-library-not-found"),
     ("RuntimeError: Library cublas64_12.dll is not found or cannot be loaded", "cuda-library-not-found"),
+    ("RuntimeError: Library libcublas.so.11 is not found or cannot be loaded", "cuda-library-not-found"),
     ("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory", "nccl-library-not-found"),
     ("ImportError: libnvinfer.so.10: cannot open shared object file: No such file or directory", "tensorrt-library-not-found"),
     ("OSError: libtorch_cuda.so: cannot open shared object file: No such file or directory", "extension-built-for-other-torch"),
@@ -303,6 +310,24 @@ def test_every_entry_id_is_a_known_kebab_name_and_every_generated_entry_names_it
             assert all(p in catalogue_by_id() for p in entry.possible_ids), entry.id
         if entry.refines:
             assert entry.refines in catalogue_by_id(), entry.id
+
+
+@pytest.mark.parametrize("line, possible", [
+    ("RuntimeError: NCCL error in: ../ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3",
+     {"nccl-shared-memory", "nccl-no-socket-interface", "nccl-ib-error"}),
+    ("[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous "
+     "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+     {"nccl-p2p-hang", "nccl-remote-error", "nccl-cuda-error"}),
+])
+def test_an_nccl_line_that_cannot_tell_which_failure_asserts_none(line, possible):
+    """Issue 29 point 3: ncclSystemError is any failed system call (shared memory, a socket, IB),
+    and PyTorch's "failed or timed out" is either; the line alone asserts no cause, the WARN
+    line before it decides, and a line that names the failure still asserts it."""
+    found = diagnose(line)[0]
+    assert found.ambiguous and possible <= set(found.possible_ids) and "NCCL WARN" in found.look_at
+    specific = diagnose("host:1:2 [0] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x "
+                        "(size 9637888)")[0]
+    assert specific.id == "nccl-shared-memory" and not specific.ambiguous
 
 
 def test_cli_json_names_the_code_and_an_ambiguous_finding_says_what_to_look_at(cli):
