@@ -6,6 +6,7 @@ side by side in one run; and how many real failure lines it names with the right
     python bench/bench_diagnose.py [--size-mb 200] [--runs 3] [--before REV]
     python bench/bench_diagnose.py --held-out      # recognition of the held-out lines only
     python bench/bench_diagnose.py --visible       # recognition of the lines developed against
+    python bench/bench_diagnose.py --held-out --data bench/data/diagnose_lines_2.jsonl  # the second collection
 
 Generates a SIZE MB training log (seeded: TensorFlow start-up and Keras progress bars redrawn
 with \\r, PyTorch DDP and NCCL INFO lines, warnings, metrics), with one 300 KB line (a progress
@@ -197,16 +198,16 @@ def before_tree(rev: str, tmp: Path) -> Path:
     return tree
 
 
-def recognition(held_out: bool) -> None:
+def recognition(held_out: bool, data: str) -> None:
     from diagnose_recognition import measure, table
 
-    result = measure(held_out)
-    print(f"{result['lines']}: {result['count']} lines from {result['threads']} threads\n")
+    result = measure(held_out, Path(data))
+    print(f"{result['file']}, {result['lines']}: {result['count']} lines from {result['threads']} threads\n")
     print(table(result))
     print()
     print(json.dumps(result, indent=2))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "diagnose_held_out.json" if held_out else "diagnose_visible.json"
+    name = f"diagnose_{Path(data).stem}_{'held_out' if held_out else 'visible'}.json"
     (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
 
 
@@ -220,10 +221,12 @@ def main() -> None:
     side = parser.add_mutually_exclusive_group()
     side.add_argument("--held-out", action="store_true", help="measure recognition on the held-out lines only")
     side.add_argument("--visible", action="store_true", help="measure recognition on the development lines")
+    parser.add_argument("--data", default=str(ROOT / "bench" / "data" / "diagnose_lines.jsonl"),
+                        help="the collection of real lines to measure on (default: the first)")
     args = parser.parse_args()
     if args.held_out or args.visible:
         sys.path.insert(0, str(ROOT))
-        recognition(args.held_out)
+        recognition(args.held_out, args.data)
         return
     compileall.compile_dir(str(ROOT / "envcheck"), quiet=1)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVCHECK_HOME")}

@@ -1,6 +1,8 @@
 """Recognition of real failure lines by `envcheck diagnose` (issue 29 point 4), on the lines of
-bench/data/diagnose_lines.jsonl: the held-out third (the measurement) or the other two thirds
-(what the catalogue was developed against).
+one file of bench/data/ (``--data``; default diagnose_lines.jsonl, the first collection): its
+held-out lines (the measurement) or the others (what the catalogue was developed against).
+diagnose_lines_2.jsonl is a second held-out collection, diagnose_lines_dev2.jsonl a second
+development one (bench/data/README.md says how each was made).
 
 Each line is diagnosed alone. A line is
 - right: its one finding's id maps to the line's cause (bench/data/cause_map.json, else the id
@@ -19,16 +21,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LINES = ROOT / "bench" / "data" / "diagnose_lines.jsonl"
 CAUSE_MAP = ROOT / "bench" / "data" / "cause_map.json"
-VOCABULARY = ROOT / "bench" / "data" / "README.md"
+VOCABULARIES = ("README.md", "HELD_OUT_2.md", "DEV_2.md")  # the cause ids each collection defined
 
 
 def vocabulary() -> set[str]:
-    return set(re.findall(r"^\| `([a-z0-9-]+)` \|", VOCABULARY.read_text("utf-8"), re.M))
+    folder = ROOT / "bench" / "data"
+    return {cause for name in VOCABULARIES if (folder / name).exists()
+            for cause in re.findall(r"^\| `([a-z0-9-]+)` \|", (folder / name).read_text("utf-8"), re.M)}
 
 
-def load(held_out: bool) -> list[dict]:
+def load(held_out: bool, lines: Path = LINES) -> list[dict]:
     """The lines of one side only: the other side is never read into memory."""
-    with LINES.open(encoding="utf-8") as fh:
+    with lines.open(encoding="utf-8") as fh:
         return [r for r in map(json.loads, fh) if r["held_out"] is held_out]
 
 
@@ -43,7 +47,7 @@ def judge(findings: list, cause: str, mapped) -> str:
     return "wrong"
 
 
-def measure(held_out: bool) -> dict:
+def measure(held_out: bool, lines: Path = LINES) -> dict:
     from envcheck.validation.diagnose import diagnose
 
     known, table = vocabulary(), json.loads(CAUSE_MAP.read_text("utf-8"))["map"]
@@ -51,7 +55,8 @@ def measure(held_out: bool) -> dict:
     def mapped(entry_id: str) -> str | None:
         return table.get(entry_id, entry_id if entry_id in known else None)
 
-    lines = load(held_out)
+    data = lines
+    lines = load(held_out, data)
     overall: collections.Counter = collections.Counter()
     families: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for record in lines:
@@ -63,7 +68,7 @@ def measure(held_out: bool) -> dict:
     def shares(counts: collections.Counter, n: int) -> dict:
         return {k: {"lines": counts[k], "percent": round(100 * counts[k] / n, 1)} for k in ("right", "wrong", "none")}
 
-    return {"lines": "held-out" if held_out else "visible (development)", "count": total,
+    return {"file": data.name, "lines": "held-out" if held_out else "visible (development)", "count": total,
             "threads": len({r["source"] for r in lines}), "overall": shares(overall, total),
             "families": {f: {"count": sum(c.values()), **shares(c, sum(c.values()))} for f, c in sorted(families.items())},
             "targets": {"right_percent_at_least": 90, "wrong_percent_at_most": 2}}
