@@ -168,6 +168,8 @@ def test_the_tables_are_generated_from_the_enumerations():
     ("Could not load library cudnn_ops_infer64_8.dll. Error code 126", "cudnn-library-not-found"),
     ("RuntimeError: Library cublas64_12.dll is not found or cannot be loaded", "cuda-library-not-found"),
     ("RuntimeError: Library libcublas.so.11 is not found or cannot be loaded", "cuda-library-not-found"),
+    ("RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is "
+     "not configured correctly. (error code is 126)", "cudnn-library-not-found"),
     ("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory", "nccl-library-not-found"),
     ("ImportError: libnvinfer.so.10: cannot open shared object file: No such file or directory", "tensorrt-library-not-found"),
     ("OSError: libtorch_cuda.so: cannot open shared object file: No such file or directory", "extension-built-for-other-torch"),
@@ -328,6 +330,32 @@ def test_an_nccl_line_that_cannot_tell_which_failure_asserts_none(line, possible
     specific = diagnose("host:1:2 [0] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x "
                         "(size 9637888)")[0]
     assert specific.id == "nccl-shared-memory" and not specific.ambiguous
+
+
+@pytest.mark.parametrize("line, expected, name", [
+    # cuDNN's allocation failures, 8's name and 9's, are memory, not "failed inside"
+    ("Check failed: e == CUDNN_STATUS_SUCCESS (2 vs. 0) cuDNN: CUDNN_STATUS_ALLOC_FAILED", "cudnn-alloc-failed",
+     "CUDNN_STATUS_ALLOC_FAILED"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED", "cudnn-alloc-failed",
+     "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED"),
+    # NVIDIA's Go bindings (the device plugin) when libnvidia-ml does not load
+    ("2022/05/13 23:09:23 Failed to initialize NVML: could not load NVML library.", "nvml-library-missing",
+     "NVML_ERROR_LIBRARY_NOT_FOUND"),
+    # ncclGetErrorString before 2.15
+    ("RuntimeError: NCCL error in: ../ProcessGroupNCCL.cpp:1207, invalid usage, NCCL version 2.10.3", "nccl-invalid-usage",
+     "ncclInvalidUsage"),
+    # glog's CHECK_EQ around a cuFFT / cuSOLVER call
+    ("Check failed: (cufftPlan1d(&plan, n, CUFFT_C2C, 1)) == CUFFT_SUCCESS (2 vs. 0)", "cufft-alloc-failed",
+     "CUFFT_ALLOC_FAILED"),
+    ("Check failed: (cusolverDnCreate(&h)) == CUSOLVER_STATUS_SUCCESS (3 vs. 0)", "cusolver-invalid-value",
+     "CUSOLVER_STATUS_INVALID_VALUE"),
+    # TF-TRT's stub when libnvinfer did not load
+    ("F tensorflow/compiler/tf2tensorrt/stub/nvinfer_stub.cc:49] getInferLibVersion symbol not found.",
+     "tensorrt-not-found", None),
+])
+def test_more_of_the_tools_own_wordings_name_their_cause(line, expected, name):
+    found = _one(line)
+    assert found.id == expected and (found.code or {}).get("name") == name, (found.id, found.code)
 
 
 def test_cli_json_names_the_code_and_an_ambiguous_finding_says_what_to_look_at(cli):
