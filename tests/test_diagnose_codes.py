@@ -181,6 +181,12 @@ def test_the_tables_are_generated_from_the_enumerations():
     ("modprobe: ERROR: could not insert 'nvidia': Key was rejected by service", "secure-boot-module-rejected"),
     ("insmod: ERROR: could not insert module nvidia.ko: Required key not available", "secure-boot-module-rejected"),
     ("modprobe: FATAL: Module snd_hda not found in directory /lib/modules/6.8.0", None),
+    ("insmod: ERROR: could not insert module /opt/lib/modules/4.14/video/nvidia.ko: Invalid module format",
+     "kernel-module-not-built-for-running-kernel"),
+    ("insmod: ERROR: could not insert module /opt/lib/modules/4.14/video/nvidia.ko: Unknown symbol in module",
+     "kernel-module-unknown-symbol"),
+    ("nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/x/merged/usr/bin/nvidia-smi: "
+     "file exists: unknown", "container-image-contains-driver-files"),
 ])
 def test_the_loader_and_module_messages_name_the_library_family(line, expected):
     assert [f.id for f in diagnose(line)] == ([expected] if expected else [])
@@ -188,6 +194,7 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("kernel-module-unknown-symbol", "insmod: ERROR: could not insert module nvidia.ko: Unknown symbol in module"),
     ("cuda-library-not-found", "W dso_loader.cc:64] Could not load dynamic library 'libcusparse.so.12'; dlerror: libcusparse.so.12: cannot open shared object file"),
     ("gpu-xid-error", "kernel: NVRM: Xid (PCI:0000:3b:00): 999, unknown to the catalogue"),
     ("cudnn-status-error", "RuntimeError: CUDNN_STATUS_RUNTIME_SOMETHING_NEW"),
@@ -349,6 +356,8 @@ def test_an_nccl_line_that_cannot_tell_which_failure_asserts_none(line, possible
      "CUFFT_ALLOC_FAILED"),
     ("Check failed: (cusolverDnCreate(&h)) == CUSOLVER_STATUS_SUCCESS (3 vs. 0)", "cusolver-invalid-value",
      "CUSOLVER_STATUS_INVALID_VALUE"),
+    ("error: cublasLtMatmulAlgoGetHeuristic cuBLAS API failed with status 15", "cublas-not-supported",
+     "CUBLAS_STATUS_NOT_SUPPORTED"),
     # TF-TRT's stub when libnvinfer did not load
     ("F tensorflow/compiler/tf2tensorrt/stub/nvinfer_stub.cc:49] getInferLibVersion symbol not found.",
      "tensorrt-not-found", None),
