@@ -265,6 +265,48 @@ WORDINGS = [
     ("cublas-internal-error", "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasCreate(handle)`"),
     ("cuda-out-of-memory", "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 4,194,304 bytes (allocated so far: 0 bytes)."),
     ("cudnn-execution-failed", "tensorflow.python.framework.errors_impl.InternalError: cuDNN launch failure : input shape ([1,64,64,3])"),
+    # from the tools' sources (issue 29 point 2): PyTorch's MPS backend
+    ("mps-not-built", "RuntimeError: PyTorch code is not compiled with MPS enabled"),
+    ("mps-not-built", "MPS not available because the current PyTorch install was not built with MPS enabled."),
+    ("mps-unavailable", "RuntimeError: The MPS backend is supported on MacOS 14.0+. Current OS version can be queried using `sw_vers`"),
+    ("mps-unavailable", "RuntimeError: The MPS backend is supported on MacOS 12.3+.Current OS version can be queried using `sw_vers`"),
+    ("mps-unavailable", "MPS not available because the current MacOS version is not 12.3+ and/or you do not have an MPS-enabled device on this machine."),
+    ("mps-op-cpu-fallback", "UserWarning: The operator 'aten::nonzero' is not currently supported on the MPS backend and will fall back to run on the CPU. This may have performance implications. (Triggered internally at /Users/runner/work/_temp/anaconda/conda-bld/pytorch_1662016319283/work/aten/src/ATen/mps/MPSFallback.mm:11.)"),
+    # PyTorch's device and dtype checks
+    ("torch-input-weight-device-mismatch", "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same or input should be a MKLDNN tensor and weight is a dense tensor"),
+    ("torch-input-weight-device-mismatch", "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"),
+    ("torch-input-weight-device-mismatch", "RuntimeError: Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same"),
+    ("torch-input-weight-device-mismatch", "Torch(\"Input type (CPUFloatType) and weight type (CUDAFloatType) should be the same or input should be a MKLDNN tensor and weight is a dense tensor"),
+    ("torch-input-weight-dtype-mismatch", "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same"),
+    ("torch-input-weight-dtype-mismatch", "RuntimeError: Input type (torch.DoubleTensor) and bias type (torch.FloatTensor) should be the same"),
+    ("torch-input-weight-dtype-mismatch", "RuntimeError: Input type (CUDABFloat16Type) and weight type (CUDAFloatType) should be the same"),
+    ("torch-tensors-on-different-devices", "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_addmm)"),
+    ("torch-tensors-on-different-devices", "RuntimeError: Expected all tensors to be on the same device, but got index is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA__index_select)"),
+    ("torch-tensors-on-different-devices", "RuntimeError: Expected object of device type cuda but got device type cpu for argument #1 'self' in call to _th_index_select"),
+    ("torch-tensors-on-different-devices", "RuntimeError: Expected object of backend CUDA but got backend CPU for argument #2 'weight'"),
+    ("torch-load-cuda-checkpoint-without-cuda", "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your storages to the CPU."),
+    ("torch-load-device-index-out-of-range", "RuntimeError: Attempting to deserialize object on CUDA device 2 but torch.cuda.device_count() is 1. Please use torch.load with map_location to map your storages to an existing device."),
+    ("bf16-needs-ampere", "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half."),
+    ("bf16-needs-ampere", "RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16."),
+    ("transformers-bf16-unsupported-setup", "ValueError: Your setup doesn't support bf16/gpu."),
+    # installers' resolution wordings
+    ("pip-gpu-wheel-not-found", "ERROR: Could not find a version that satisfies the requirement jaxlib==0.4.7+cuda11.cudnn82 (from versions: 0.4.7)"),
+    ("pip-gpu-wheel-not-found", "ERROR: No matching distribution found for jaxlib==0.4.20+cuda12.cudnn89"),
+    ("pip-gpu-wheel-not-found", "ERROR: No matching distribution found for torch==2.2.0+rocm5.7"),
+    ("pip-gpu-wheel-not-found", "  ╰─▶ Because there is no version of torch==2.1.0+cu118 and you require torch==2.1.0+cu118, we can conclude that your requirements are unsatisfiable."),
+    ("pip-no-wheel-for-python", "ERROR: Could not find a version that satisfies the requirement torch (from versions: none)"),
+    ("pip-no-wheel-for-python", "hint: You're on macOS (`macosx_14_0_arm64`), but `torch` (v2.5.1) only has wheels for the following platform: `manylinux1_x86_64`"),
+    ("pip-no-wheel-for-python", "error: Distribution `torch==2.6.0 @ registry+https://download.pytorch.org/whl/cpu` can't be installed because it doesn't have a source distribution or wheel for the current platform"),
+    ("conda-cuda-virtual-package-missing", "  - nothing provides __cuda needed by pytorch-2.1.0-py3.10_cuda12.1_cudnn8.9.2_0"),
+    ("conda-cuda-virtual-package-missing", "            └─ __cuda >=11.8 , which is missing on the system."),
+    ("conda-packages-not-found", "PackagesNotFoundError: The following packages are not available from current channels:"),
+    ("conda-resolution-conflict", "UnsatisfiableError: The following specifications were found to be incompatible with each other:"),
+    ("conda-resolution-conflict", "The following packages are incompatible"),
+    # the CPU-only-build family
+    ("bitsandbytes-cpu-library", "WARNING:bitsandbytes.cextension:Could not find the bitsandbytes CUDA binary at PosixPath('/usr/local/lib/python3.12/dist-packages/bitsandbytes/libbitsandbytes_cuda128.so')"),
+    ("paddle-cpu-build", "Cannot use GPU because you have installed CPU version of PaddlePaddle."),
+    ("llamacpp-deprecated-build-option", "  LLAMA_CUBLAS is deprecated and will be removed in the future."),
+    ("onnxruntime-cuda-provider-failed", "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1139] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*"),
 ]
 
 WRAPPERS = [  # (tool, line, the code recognised inside)
@@ -375,3 +417,19 @@ def test_cli_json_names_the_code_and_an_ambiguous_finding_says_what_to_look_at(c
     text = cli("diagnose", "-", input="RuntimeError: cuda runtime error (30) : unknown error at x.c:1\n").out
     assert "code: cudaErrorUnknown (999): unknown error" in text
     assert "could be:" in text and "look at:" in text
+
+
+@pytest.mark.parametrize("line, ambiguous", [
+    ("ERROR: No matching distribution found for torch==2.0.1+cu118", True),
+    ("ERROR: No matching distribution found for jaxlib==0.4.7+cuda11.cudnn82", True),
+    ("ERROR: No matching distribution found for torch==2.3.0+rocm6.0", True),
+    ("ERROR: No matching distribution found for torch==2.1.0", False),
+    ("ERROR: Could not find a version that satisfies the requirement torch==1.4.0 (from versions: 2.0.0)", False),
+])
+def test_a_local_version_of_any_form_is_the_local_version_case(line, ambiguous):
+    """A +cuNNN / +rocmX / +cudaNN.cudnnNN local version is never on PyPI: the framework's index or
+    a build missing for this Python; a plain version is not read as that case."""
+    found = _one(line)
+    assert (found.id == "pip-gpu-wheel-not-found") is ambiguous and found.ambiguous is ambiguous
+    if ambiguous:
+        assert "pip-local-version-needs-index" in found.possible_ids
