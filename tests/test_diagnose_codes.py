@@ -194,6 +194,8 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("tf-cudart-not-loaded", "I0000 00:00:1712345678.929972  450463 cudart_stub.cc:31] Could not find cuda drivers on "
+     "your machine, GPU will not be used."),
     ("kernel-module-unknown-symbol", "insmod: ERROR: could not insert module nvidia.ko: Unknown symbol in module"),
     ("cuda-library-not-found", "W dso_loader.cc:64] Could not load dynamic library 'libcusparse.so.12'; dlerror: libcusparse.so.12: cannot open shared object file"),
     ("gpu-xid-error", "kernel: NVRM: Xid (PCI:0000:3b:00): 999, unknown to the catalogue"),
@@ -275,7 +277,7 @@ WORDINGS = [
     # PyTorch's device and dtype checks
     ("torch-input-weight-device-mismatch", "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same or input should be a MKLDNN tensor and weight is a dense tensor"),
     ("torch-input-weight-device-mismatch", "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"),
-    ("torch-input-weight-device-mismatch", "RuntimeError: Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same"),
+    ("mps-tensor-on-cpu", "RuntimeError: Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same"),
     ("torch-input-weight-device-mismatch", "Torch(\"Input type (CPUFloatType) and weight type (CUDAFloatType) should be the same or input should be a MKLDNN tensor and weight is a dense tensor"),
     ("torch-input-weight-dtype-mismatch", "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same"),
     ("torch-input-weight-dtype-mismatch", "RuntimeError: Input type (torch.DoubleTensor) and bias type (torch.FloatTensor) should be the same"),
