@@ -82,6 +82,79 @@ NVRM_OPEN = [
      "the GPU stopped answering on PCIe (see Xid 79)"),
     ("src/nvidia/arch/nvalloc/unix/src/osapi.c", "installed in this system is not supported by open",
      "the open kernel modules need a GPU with GSP (Turing or newer); use the proprietary module"),
+    # issue 29: the module's other error-level messages that name a cause (nv_printf(NV_DBG_ERRORS, ...),
+    # NV_DEV_PRINTF(NV_DBG_ERRORS, nv, ...) printed as "NVRM: GPU <pci>: <text>", and the RM's
+    # NV_PRINTF(LEVEL_ERROR, ...) printed as "NVRM: <function>: <text>"); debug traces left out
+    ("src/nvidia/arch/nvalloc/unix/src/osapi.c", "installed in this vGPU host system is not supported by",
+     "the open kernel modules do not support this GPU as a vGPU host; use the proprietary module"),
+    ("kernel-open/nvidia/nv.c", "NVRM: No NVIDIA GPU found.", "nvidia.ko loaded but found no NVIDIA GPU on the PCI bus"),
+    ("kernel-open/nvidia/nv.c", "NVRM: No NVIDIA PCI devices found.", "nvidia.ko found no NVIDIA PCI device"),
+    ("kernel-open/nvidia/nv.c", "NVRM: Try unloading the conflicting kernel module",
+     "continuation of 'The NVIDIA probe routine was not called': another driver holds the GPU"),
+    ("kernel-open/nvidia/nv.c", "NVRM: None of the NVIDIA devices were initialized.",
+     "every GPU failed to probe; see the lines before it"),
+    ("kernel-open/nvidia/nv.c", "No interrupts of any type are available. Cannot use this GPU.",
+     "the GPU has no interrupt (no MSI/MSI-X and no legacy IRQ assigned by the firmware)"),
+    ("kernel-open/nvidia/nv.c", "Tried to get IRQ %d, but another driver",
+     "the GPU's legacy IRQ is held, unshared, by another driver"),
+    ("kernel-open/nvidia/nv.c", "rm_init_adapter failed, device minor number %d",
+     "the resource manager could not initialise the GPU (RmInitAdapter); the lines before it say why"),
+    ("kernel-open/nvidia/nv-pci.c", "NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:",
+     "the GPU's PCI BAR has no valid address: the firmware/hypervisor did not assign its MMIO space"),
+    ("kernel-open/nvidia/nv-pci.c", "NVRM: No address space to allocate resized BAR1.",
+     "no MMIO space for a resized BAR1 (Above 4G decoding / Resizable BAR / 64-bit MMIO window too small)"),
+    ("kernel-open/nvidia/nv-pci.c", "NVRM: FATAL: Failed to re-allocate BAR1.",
+     "BAR1 could not be placed again after resizing; the MMIO window is too small"),
+    ("kernel-open/nvidia/nv-pci.c", "NVRM: Fatal Error while attempting to resize PCIe BARs.",
+     "resizing the GPU's BARs failed (MMIO space)"),
+    ("kernel-open/nvidia/nv-pci.c", "NVRM: Can't find an IRQ for your NVIDIA card!",
+     "the firmware assigned the GPU no IRQ; check the BIOS settings"),
+    ("kernel-open/nvidia/nv-pci.c", "NVRM: request_mem_region failed for",
+     "another driver (nouveau, a framebuffer driver) claimed the GPU's registers"),
+    ("kernel-open/nvidia/nv-pci.c", "since IOMMU is not present on the system.",
+     "an SR-IOV virtual function needs the IOMMU enabled (intel_iommu=on / amd_iommu=on, VT-d/AMD-Vi in the BIOS)"),
+    ("kernel-open/nvidia/os-interface.c", "NVRM: requires auto onlining mode online_movable enabled in",
+     "a coherent-memory GPU (Grace Hopper/Blackwell) needs memory auto-onlining set to online_movable"),
+    ("src/nvidia/arch/nvalloc/unix/src/osinit.c", "RmInitAdapter failed! (0x%x:0x%x:%d)",
+     "the resource manager could not initialise the GPU; the lines before it say why"),
+    ("src/nvidia/arch/nvalloc/unix/src/osinit.c", "GPU has fallen off the bus.",
+     "the GPU stopped answering on PCIe"),
+    ("src/nvidia/arch/nvalloc/unix/src/osinit.c", "Cannot initialize GSP firmware RM",
+     "the GSP firmware failed to boot on this GPU"),
+    ("src/nvidia/arch/nvalloc/unix/src/osinit.c", "GSP-RM proxy boot command failed.",
+     "the GSP firmware failed to boot (proxy boot)"),
+    ("src/nvidia/arch/nvalloc/unix/src/osinit.c", "No firmware image found",
+     "the GSP firmware file (/lib/firmware/nvidia/<version>/gsp_*.bin) of this driver version was not found"),
+    ("src/nvidia/arch/nvalloc/unix/src/osinit.c", "GPU does not have the necessary power cables connected.",
+     "the GPU's auxiliary power connectors are not connected (or the PSU does not deliver on them)"),
+]
+
+# How NV_DEV_PRINTF / NV_PRINTF / nvErrorLog_va messages are printed: the prefix the literal lacks.
+NVRM_PREFIXES = [
+    ("NV_DEV_PRINTF", "NVRM: GPU %04x:%02x:%02x.%x: "),
+    ("nvErrorLog_va", "NVRM: Xid (PCI:%s): %d, %s, "),
+    ("NV_PRINTF", "NVRM: %s: "),
+]
+PREFIX_SOURCES = {
+    "NV_DEV_PRINTF": 'src/nvidia/arch/nvalloc/unix/include/os-interface.h: nv_printf(debuglevel, "NVRM: GPU " '
+                     'NV_PCI_DEV_FMT ": " format, ...)',
+    "nvErrorLog_va": "an Xid event: \"NVRM: Xid (PCI:<bus>): <xid>, pid=..., name=..., <text>\"",
+    "NV_PRINTF": "src/nvidia/inc/libraries/utils/nvprintf.h NV_PRINTF_ADD_PREFIX: \"NVRM: \" + the function's name",
+}
+
+# The Linux kernel's own lines around a failed nvidia probe (read through a code index in
+# torvalds/linux; carried as data): the driver core's probe warning (before Linux 6.9 and after)
+# and the firmware loader's warning when the GSP firmware file is missing.
+LINUX = [
+    ("drivers/base/dd.c (call_driver_probe, older kernels: pr_warn)", "%s: probe of %s failed with error %d",
+     "the kernel's note that a driver's probe failed (for nvidia: the NVRM lines before it say why)", "nvidia"),
+    ("drivers/base/dd.c (call_driver_probe, newer kernels: dev_err)", "probe with driver %s failed with error %d",
+     "the kernel's note that a driver's probe failed (for nvidia: the NVRM lines before it say why)", "nvidia"),
+    ("drivers/base/firmware_loader/main.c (_request_firmware) + kernel-open/common/inc/nv-firmware.h",
+     "Direct firmware load for nvidia/%s/gsp_%s.bin failed with error %d",
+     "the kernel's firmware loader found no GSP firmware file of this driver version under /lib/firmware "
+     "(the kernel's format \"Direct firmware load for %s failed with error %d\" filled with nvidia.ko's "
+     "firmware name, nvidia/<version>/gsp_<chip>.bin)", None),
 ]
 
 NVRM_BLOB = [
@@ -205,11 +278,28 @@ def main() -> None:
         entries.append(entry)
 
     for path, key, meaning in NVRM_OPEN:
-        line, text = find_literal(git_file(args.nvidia_open_repo, path), key)
-        entries.append({"name": f"NVRM (open): {key}", "family": "nvrm", "message": text.rstrip("\n"),
-                        "meaning": meaning,
-                        "source": {"repository": "NVIDIA/open-gpu-kernel-modules", "path": path, "line": line,
-                                   "commit": args.nvidia_open_commit, "version": args.nvidia_open_version}})
+        # NvU64_fmtu/NvU64_fmtx (nvtypes.h: "llu"/"llx") spliced between literals: read as the format they make
+        source = re.sub(r'"\s*NvU64_fmt([ux])\s*"', r"ll\1", git_file(args.nvidia_open_repo, path))
+        line, text = find_literal(source, key)
+        entry = {"name": f"NVRM (open): {key}", "family": "nvrm", "message": text.rstrip("\n"),
+                 "meaning": meaning,
+                 "source": {"repository": "NVIDIA/open-gpu-kernel-modules", "path": path, "line": line,
+                            "commit": args.nvidia_open_commit, "version": args.nvidia_open_version}}
+        before = "\n".join(source.split("\n")[max(0, line - 4):line])
+        if not text.startswith("NVRM:"):  # the macro adds the prefix: message is the printed format
+            for macro, prefix in NVRM_PREFIXES:
+                if macro in before:
+                    entry["message"] = prefix + text.rstrip("\n")
+                    entry["literal"] = text.rstrip("\n")
+                    entry["printed_by"] = macro + ": " + PREFIX_SOURCES[macro]
+                    break
+        entries.append(entry)
+    for path, text, meaning, _requires in LINUX:
+        entries.append({"name": f"linux: {text}", "family": "kernel", "message": text, "meaning": meaning,
+                        "printed_form": ("<driver>: " if text.startswith("%s: probe") else "<driver> <device>: ")
+                        + text.removeprefix("%s: "),
+                        "source": {"repository": "torvalds/linux", "path": path,
+                                   "how": "read through the code index, carried as data in this script"}})
     blob = binary_strings(args.nv_kernel_blob)
     for key, meaning in NVRM_BLOB:
         hits = [s for s in blob if key in s]
