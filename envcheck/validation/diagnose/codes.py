@@ -221,16 +221,37 @@ def _nccl_warns(built: Tables, spec: dict[str, Any], data: dict[str, Any]) -> No
 
 
 def _messages(built: Tables, spec: dict[str, Any], file: str, data: dict[str, Any]) -> None:
+    """Each line of each wording as a format; a line of a message printed over several lines that
+    another message of another cause begins the same way (the driver's "NVRM: The NVIDIA GPU
+    %04x:..." heads several) stands for neither: its other lines name the cause."""
     causes = spec["messages"][file]
+    rules = {item["name"]: causes[item["name"]] for item in data["entries"]}
+    entry_of = {name: (rule if isinstance(rule, str) else rule["cause"]) for name, rule in rules.items() if rule}
+    shared: dict[str, set[str]] = {}
     for item in data["entries"]:
-        rule = causes[item["name"]]
+        if item["name"] in entry_of:
+            for line in item["message"].split("\n"):
+                shared.setdefault(_literal(line), set()).add(entry_of[item["name"]])
+    for item in data["entries"]:
+        rule = rules[item["name"]]
         if rule is None:  # recognised through a context (the loader's library, a module's errno)
             continue
         entry_id, requires = (rule, None) if isinstance(rule, str) else (rule["cause"], rule.get("requires"))
-        for line in item["message"].split("\n"):
+        lines = item["message"].split("\n")
+        for line in lines:
+            if len(lines) > 1 and len(shared[_literal(line)]) > 1:
+                continue
             code = Code(file.removesuffix(".json"), item["name"], None, line.strip(),
                         item.get("meaning"), entry_id)
             _add_format(built, code, line, requires=requires, whole=False)
+
+
+def _literal(line: str) -> str:
+    """A wording's line as ``_add_format`` keys it: its longest literal, lower case."""
+    line = line.strip()
+    if line.startswith("NVRM: "):
+        line = line[len("NVRM: "):].strip()
+    return max((p.strip().lower() for p in FORMAT_SPEC.split(line)), key=len, default="")
 
 
 def _add_format(built: Tables, code: Code, text: str, context: str | None = None,
