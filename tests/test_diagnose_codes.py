@@ -200,6 +200,18 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("opencv-dnn-cpu-build", "[ WARN:0] global ./modules/dnn/src/dnn.cpp (1447) setUpNet DNN module was not built with "
+     "CUDA backend; switching to CPU"),
+    ("rocm-no-gpu-visible", "rocBLAS error: Could not initialize Tensile host: No devices found"),
+    ("llamacpp-no-gpu-backend", "AVX = 1 | AVX2 = 1 | AVX512 = 0 | FMA = 1 | NEON = 0 | BLAS = 0 | SSE3 = 1 | VSX = 0 |"),
+    ("bf16-needs-ampere", "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx("
+     "handle, opa, opb, (int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF)`"),
+    ("xla-out-of-memory", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for "
+     "2.99GiB (3206250496B) on device ordinal 0"),
+    ("cuda-out-of-memory", "cupy.cuda.memory.OutOfMemoryError: out of memory to allocate 250092544 bytes (total "
+     "10824923136 bytes)"),
+    ("cuda-out-of-memory", "[TRT] [E] 2: [globWriter.cpp::HybridGlobWriter::193] Error Code 2: OutOfMemory (no further "
+     "information)"),
     ("tf-cudart-not-loaded", "I0000 00:00:1712345678.929972  450463 cudart_stub.cc:31] Could not find cuda drivers on "
      "your machine, GPU will not be used."),
     ("kernel-module-unknown-symbol", "insmod: ERROR: could not insert module nvidia.ko: Unknown symbol in module"),
