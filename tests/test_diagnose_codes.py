@@ -200,6 +200,8 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("miopen-find-not-executed", "MIOpen Error: /long_pathname/src/ocl/convolutionocl.cpp:500: No invoker was registered "
+     "for convolution forward. Was find executed?"),
     ("opencv-dnn-cpu-build", "[ WARN:0] global ./modules/dnn/src/dnn.cpp (1447) setUpNet DNN module was not built with "
      "CUDA backend; switching to CPU"),
     ("rocm-no-gpu-visible", "rocBLAS error: Could not initialize Tensile host: No devices found"),

@@ -21,6 +21,7 @@
 #   ogkm-src/        NVIDIA/open-gpu-kernel-modules (kernel-open/nvidia/nv.c, nv-pci.c, os-interface.c,
 #                    src/nvidia/arch/nvalloc/unix/src/osapi.c, osinit.c)
 #   rocr-src/        a git clone of ROCm/ROCR-Runtime (read at commit c7785a6d... with git show)
+#   miopen-src/      a git clone of ROCm/MIOpen (read at commit 2d1fd997... with git show)
 set -euo pipefail
 : "${IN:?set IN to the inputs folder}"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -66,6 +67,7 @@ $PY "$HERE/extract_hip.py" --header "$IN/src/hip_runtime_api.h" --error-cpp "$IN
     --hip-commit c5e11fcac8249ce4f7e70157588ff9661a870b59 \
     --clr-commit f9f995c6d0aecec28debd3db0f41df0c15ec003d > "$OUT/hipError_t.json"
 $PY "$HERE/extract_hsa.py" --repo "$IN/rocr-src" --commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9 > "$OUT/hsa_status_t.json"
+$PY "$HERE/extract_miopen.py" --repo "$IN/miopen-src" --commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488 > "$OUT/miopenStatus_t.json"
 $PY "$HERE/extract_host_messages.py" --ld-so /lib64/ld-linux-x86-64.so.2 \
     --libc-version "Debian libc6 $(dpkg-query -W -f='${Version}' libc6 2>/dev/null || echo unknown)" \
     --kmod-repo "$IN/kmod-src" --kmod-commit 84fa569b2eb3230284168d59863330bafb07bc52 \
