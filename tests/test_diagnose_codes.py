@@ -200,6 +200,14 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("tensorflow-gpu-not-found", "ERROR: No matching distribution found for tensorflow-gpu"),
+    ("tensorflow-gpu-package-removed", "ERROR: No matching distribution found for tensorflow-gpu==2.12.0"),
+    ("vllm-kv-cache-no-memory", "ValueError: No available memory for the cache blocks. Try increasing "
+     "`gpu_memory_utilization` when initializing the engine."),
+    ("slurm-gres-device-file-missing", "[2020-10-08T13:33:42.999] error: gres_device_major: stat(/dev/nvidia0): No such "
+     "file or directory"),
+    ("kernel-module-not-built-for-running-kernel", "modprobe: ERROR: ../libkmod/libkmod-module.c:838 "
+     "kmod_module_insert_module() could not find module by name='nvidia'"),
     ("miopen-find-not-executed", "MIOpen Error: /long_pathname/src/ocl/convolutionocl.cpp:500: No invoker was registered "
      "for convolution forward. Was find executed?"),
     ("opencv-dnn-cpu-build", "[ WARN:0] global ./modules/dnn/src/dnn.cpp (1447) setUpNet DNN module was not built with "
