@@ -200,6 +200,12 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("gsp-heartbeat-timeout", "NVRM: Timeout waiting for RPC from GSP0! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4)."),
+    ("podman-too-old-for-cdi", "Error: stat nvidia.com/gpu=0: no such file or directory"),
+    ("fabric-manager-failed-to-start", "Job for nvidia-fabricmanager.service failed because the control process exited "
+     "with error code."),
+    ("slurm-node-configuration-unavailable", "sbatch: error: Batch job submission failed: Requested node configuration "
+     "is not available"),
     ("tensorflow-gpu-not-found", "ERROR: No matching distribution found for tensorflow-gpu"),
     ("tensorflow-gpu-package-removed", "ERROR: No matching distribution found for tensorflow-gpu==2.12.0"),
     ("vllm-kv-cache-no-memory", "ValueError: No available memory for the cache blocks. Try increasing "
