@@ -173,6 +173,8 @@ def test_the_tables_are_generated_from_the_enumerations():
     ("Could not load library cudnn_ops_infer64_8.dll. Error code 126", "cudnn-library-not-found"),
     ("RuntimeError: Library cublas64_12.dll is not found or cannot be loaded", "cuda-library-not-found"),
     ("RuntimeError: Library libcublas.so.11 is not found or cannot be loaded", "cuda-library-not-found"),
+    ('[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 "" when trying to load '
+     '"C:\\WINDOWS\\SYSTEM32\\onnxruntime_providers_cuda.dll"', "onnxruntime-cuda-provider-failed"),
     ("RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is "
      "not configured correctly. (error code is 126)", "cudnn-library-not-found"),
     ("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory", "nccl-library-not-found"),
@@ -200,6 +202,11 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("container-cli-nvml-not-loaded", "nvidia-container-cli: initialization error: cannot open shared object file: no such "
+     "file or directory: unknown."),
+    ("k8s-device-plugin-no-nvml", "E0402 22:17:31.198643       1 factory.go:112] Incompatible strategy detected auto"),
+    ("cudnn-no-engine", "RuntimeError: GET was unable to find an engine to execute this computation"),
+    ("gpu-memory-exhausted", "tensorflow.python.framework.errors_impl.InternalError: Dst tensor is not initialized."),
     ("gsp-heartbeat-timeout", "NVRM: Timeout waiting for RPC from GSP0! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4)."),
     ("podman-too-old-for-cdi", "Error: stat nvidia.com/gpu=0: no such file or directory"),
     ("fabric-manager-failed-to-start", "Job for nvidia-fabricmanager.service failed because the control process exited "
@@ -436,6 +443,11 @@ def test_an_nccl_line_that_cannot_tell_which_failure_asserts_none(line, possible
      "CUSOLVER_STATUS_INVALID_VALUE"),
     ("error: cublasLtMatmulAlgoGetHeuristic cuBLAS API failed with status 15", "cublas-not-supported",
      "CUBLAS_STATUS_NOT_SUPPORTED"),
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [716] Call to cuMemcpyDtoH results in UNKNOWN_CUDA_ERROR",
+     "cuda-misaligned-address", "cudaErrorMisalignedAddress"),
+    ("pycuda._driver.LogicError: cuMemcpyHtoDAsync failed: invalid argument", "cuda-invalid-value", "cudaErrorInvalidValue"),
+    ("Failed to display compute instances: Insufficient Permissions", "nvml-insufficient-permissions",
+     "NVML_ERROR_NO_PERMISSION"),
     # TF-TRT's stub when libnvinfer did not load
     ("F tensorflow/compiler/tf2tensorrt/stub/nvinfer_stub.cc:49] getInferLibVersion symbol not found.",
      "tensorrt-not-found", None),
