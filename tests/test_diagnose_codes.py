@@ -202,6 +202,11 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("ptxas-older-than-ptx", "ptxas add_kernel.ptx, line 5; fatal   : Unsupported .version 8.4; current version is '7.8'"),
+    ("bf16-needs-ampere", "ptxas /tmp/compile-ptx-src-38da7f, line 91; error   : Feature '.bf16' requires .target sm_80 or higher"),
+    ("cudnn-version-mismatch", "Could not load library cudnn_cnn_infer64_8.dll. Error code 127"),
+    ("slurm-gres-type-not-matching-device", "gres/gpu: _normalize_sys_gres_types: Could not find an unused configuration "
+     "record with a GRES type that is a substring of system device `nvidia_a100-sxm4-40gb`. Setting system GRES type to NULL"),
     ("container-cli-nvml-not-loaded", "nvidia-container-cli: initialization error: cannot open shared object file: no such "
      "file or directory: unknown."),
     ("k8s-device-plugin-no-nvml", "E0402 22:17:31.198643       1 factory.go:112] Incompatible strategy detected auto"),
