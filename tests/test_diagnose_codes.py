@@ -202,6 +202,13 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("mps-ndarray-size-limit", "RuntimeError: MPSGaph does not support tensor dims larger than INT_MAX"),
+    ("nccl-peer-connection-closed", "server1:6601:6625 [0] include/socket.h:385 NCCL WARN Net : Connection closed by remote peer"),
+    ("tensorrt-out-of-memory", "[E] [TRT] ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)"),
+    ("onnxruntime-arena-oom", "Non-zero status code returned while running ReduceSum node. onnxruntime::BFCArena::"
+     "AllocateRawInternal Failed to allocate memory for requested buffer of size 939524096"),
+    ("caffe-curand-generator-unavailable", "E0706 15:34:09.373869 10996 common.cpp:126] Cannot create Curand generator. "
+     "Curand won't be available."),
     ("ptxas-older-than-ptx", "ptxas add_kernel.ptx, line 5; fatal   : Unsupported .version 8.4; current version is '7.8'"),
     ("bf16-needs-ampere", "ptxas /tmp/compile-ptx-src-38da7f, line 91; error   : Feature '.bf16' requires .target sm_80 or higher"),
     ("cudnn-version-mismatch", "Could not load library cudnn_cnn_infer64_8.dll. Error code 127"),
@@ -453,6 +460,20 @@ def test_an_nccl_line_that_cannot_tell_which_failure_asserts_none(line, possible
     ("pycuda._driver.LogicError: cuMemcpyHtoDAsync failed: invalid argument", "cuda-invalid-value", "cudaErrorInvalidValue"),
     ("Failed to display compute instances: Insufficient Permissions", "nvml-insufficient-permissions",
      "NVML_ERROR_NO_PERMISSION"),
+    # a runtime call's name, then its message
+    ("  what():  cudaFree failed with: 4: driver shutting down", "cuda-cudart-unloading", "cudaErrorCudartUnloading"),
+    ("cudaDeviceSynchronize() failed with error operation not permitted when stream is capturing",
+     "cuda-stream-capture-unsupported", "cudaErrorStreamCaptureUnsupported"),
+    # the Python bindings' exception classes (scikit-cuda, libcudnn) and a wrapper that prints the documented sentence
+    ("scikits.cuda.cufft.cufftInvalidValue", "cufft-invalid-value", "CUFFT_INVALID_VALUE"),
+    ("libcudnn.cudnnStatusArchMismatch", "cudnn-arch-mismatch", "CUDNN_STATUS_ARCH_MISMATCH"),
+    ("Message=ErrorInvalidHandle: This indicates that a resource handle passed to the API call was not valid.",
+     "cuda-invalid-handle", "CUDA_ERROR_INVALID_HANDLE"),
+    # a message HIP copied from CUDA: CUDA's code alone, HIP's after HIP's wrapper
+    ("transport/p2p.cu:548 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these "
+     "two devices", "cuda-peer-access-unsupported", "cudaErrorPeerAccessUnsupported"),
+    ("RuntimeError: HIP error: peer access is not supported between these two devices", "hip-peer-access-unsupported",
+     "hipErrorPeerAccessUnsupported"),
     # TF-TRT's stub when libnvinfer did not load
     ("F tensorflow/compiler/tf2tensorrt/stub/nvinfer_stub.cc:49] getInferLibVersion symbol not found.",
      "tensorrt-not-found", None),

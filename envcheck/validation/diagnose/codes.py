@@ -72,6 +72,8 @@ class Tables:
     messages: dict[str, dict[str, Code]] = field(default_factory=dict)  # enumeration -> lower message -> code
     numbers: dict[str, dict[str, dict[int, Code]]] = field(default_factory=dict)  # enum -> new/old -> n -> code
     phrases: dict[str, Code] = field(default_factory=dict)  # messages distinctive enough alone
+    mirrored: dict[str, Code] = field(default_factory=dict)  # the same, where HIP copies CUDA's message
+    described: dict[str, set[Code]] = field(default_factory=dict)  # a code's documented first sentence
     xids: dict[int, Code] = field(default_factory=dict)
     formats: list[Format] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict)
@@ -143,6 +145,11 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
         for other in (item.get(k) for k in enum.get("names_from", ())):
             if other:
                 built.names.setdefault(other.lower(), code)
+        if enum.get("camel"):  # bindings' exception classes: CUFFT_INVALID_VALUE -> cufftInvalidValue
+            rest = name[len(enum["strip"]):] if name.startswith(enum["strip"]) else name
+            built.names.setdefault((enum["camel"] + "".join(w.capitalize() for w in rest.split("_"))).lower(), code)
+        if meaning and len(meaning) >= spec_min(built) and item.get("description"):  # wrappers that print the doc
+            built.described.setdefault(_plain(meaning.split(". ")[0]), set()).add(code)
         texts = [message, *wordings.get(name, ()), *(item.get(k) for k in enum.get("wordings_from", ()))]
         if enum.get("derive_messages"):  # a library without a string function: its name's words
             texts.append(kebab(name, enum["strip"]).replace("-", " "))
@@ -153,6 +160,11 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
             numbers["new"].setdefault(item["number"], code)
         for old in item.get("old_numbers") or ():
             numbers["old"].setdefault(old, code)
+
+
+def spec_min(built: Tables) -> int:
+    """How long a code's documented sentence must be to name it alone (``description_length``)."""
+    return built.spec.get("description_length", 10**6)
 
 
 def _plain(text: str) -> str:
@@ -178,9 +190,21 @@ def _distinctive(built: Tables, spec: dict[str, Any]) -> None:
         for text, code in enum_messages.items():
             seen.setdefault(text, set()).add(code.entry)
             first.setdefault(text, code)
+    for text, codes in built.described.items():  # ManagedCuda and others print the header's sentence
+        # one cause, or the runtime's and the driver's twin codes documented by the same sentence
+        if text not in seen and len({c.entry.split("-")[0] for c in codes}) == 1 and \
+                (len({c.entry for c in codes}) == 1 or {c.enumeration for c in codes} == {"cudaError_t", "CUresult"}):
+            code = min(codes, key=lambda c: c.enumeration)  # CUresult's: the driver API's wrappers print it
+            seen[text], first[text] = {code.entry}, code
     for text, entries in seen.items():
-        if len(entries) == 1 and len(text) >= spec["distinctive_length"] and text not in spec["not_distinctive"]:
+        if len(text) < spec["distinctive_length"] or text in spec["not_distinctive"]:
+            continue
+        if len(entries) == 1:
             built.phrases[text] = first[text]
+        elif len({e for e in entries if not e.startswith("hip-")}) == 1 and first[text].entry.startswith("cuda-"):
+            # HIP copied CUDA's message ("too many resources requested for launch"): CUDA's code
+            # alone, HIP's wherever a HIP wrapper around it says so (recognise.py orders them so)
+            built.mirrored[text] = first[text]
 
 
 def _xids(built: Tables, spec: dict[str, Any], data: dict[str, Any]) -> None:

@@ -233,6 +233,7 @@ class Recognisers:
         found.append(NameRecogniser(built.names, (e["strip"].lower() for e in spec["enumerations"])))
         found.append(PhraseRecogniser(built.phrases))
         found += [ContextRecogniser(c, built) for c in spec["contexts"]]
+        found.append(PhraseRecogniser(built.mirrored))  # after the contexts: "HIP error: <it>" is HIP's
         found += [XidRecogniser(built), LoaderRecogniser(spec["loader"])]
         keyed = [f for f in built.formats if f.key]
         by_key: dict[str, list[Format]] = {}
