@@ -202,6 +202,28 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("k8s-insufficient-gpu", "0/8 nodes are available: 8 Insufficient k8s.amazonaws.com/vgpu."),
+    ("driver-too-old-for-kernel", "FATAL: modpost: GPL-incompatible module nvidia-uvm.ko uses GPL-only symbol 'radix_tree_preloads'"),
+    ("nvidia-module-build-failed", "ERROR: Unable to build the NVIDIA kernel module."),
+    ("nvidia-module-build-failed", "/var/lib/dkms/nvidia/465.19.01/build/nvidia/nv-caps.c:598:5: error: implicit declaration "
+     "of function 'sys_close' [-Werror=implicit-function-declaration]"),
+    ("kernel-module-not-built-for-running-kernel", "ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most "
+     "frequently when this kernel module was built"),
+    ("open-kernel-module-geforce-gated", "[    3.513141] NVRM: Open nvidia.ko is only ready for use on Data Center GPUs."),
+    ("xgboost-cpu-build", "XGBoostError: [12:54:26] /xgboost/src/learner.cc:180: XGBoost version not compiled with GPU support."),
+    ("faiss-cpu-build", "AttributeError: module 'faiss' has no attribute 'StandardGpuResources'"),
+    ("rocm-kfd-missing", "Error response from daemon: error gathering device information while adding custom device "
+     "\"/dev/kfd\": no such file or directory"),
+    ("rocm-libdrm-ids-missing", "/opt/amdgpu/share/libdrm/amdgpu.ids: No such file or directory"),
+    ("container-runtime-hook-missing", "2019/07/23 14:19:45 ERROR: inject NVIDIA hook: stat "
+     "/usr/bin/nvidia-container-runtime-hook: no such file or directory"),
+    ("cdi-hook-failed", "Error: OCI runtime error: crun: {\"msg\":\"error executing hook `/usr/bin/nvidia-ctk` (exit code: 1)\"}"),
+    ("cdi-generate-driver-libs-not-found", "ERRO[0000] failed to generate CDI spec: failed to create discoverer for driver "
+     "libraries: failed to get libraries for driver version: failed to locate libcuda.so.550.54.15"),
+    ("cublas-cublaslt-mismatch", "OSError: /env/lib/python3.8/site-packages/nvidia/cublas/lib/libcublas.so.11: symbol "
+     "cublasLtHSHMatmulAlgoInit version libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference"),
+    ("nvml-binding-newer-than-driver", "AttributeError: /usr/lib/nvidia-430/libnvidia-ml.so.1: undefined symbol: "
+     "nvmlDeviceGetComputeRunningProcesses_v2"),
     ("mps-ndarray-size-limit", "RuntimeError: MPSGaph does not support tensor dims larger than INT_MAX"),
     ("nccl-peer-connection-closed", "server1:6601:6625 [0] include/socket.h:385 NCCL WARN Net : Connection closed by remote peer"),
     ("tensorrt-out-of-memory", "[E] [TRT] ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)"),
@@ -469,6 +491,8 @@ def test_an_nccl_line_that_cannot_tell_which_failure_asserts_none(line, possible
     ("libcudnn.cudnnStatusArchMismatch", "cudnn-arch-mismatch", "CUDNN_STATUS_ARCH_MISMATCH"),
     ("Message=ErrorInvalidHandle: This indicates that a resource handle passed to the API call was not valid.",
      "cuda-invalid-handle", "CUDA_ERROR_INVALID_HANDLE"),
+    ("thread 'main' panicked at 'Failed to initialize nvml: DriverNotLoaded', src/environment/mod.rs:37:31",
+     "nvidia-driver-not-loaded", "NVML_ERROR_DRIVER_NOT_LOADED"),
     # a message HIP copied from CUDA: CUDA's code alone, HIP's after HIP's wrapper
     ("transport/p2p.cu:548 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these "
      "two devices", "cuda-peer-access-unsupported", "cudaErrorPeerAccessUnsupported"),

@@ -145,9 +145,11 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
         for other in (item.get(k) for k in enum.get("names_from", ())):
             if other:
                 built.names.setdefault(other.lower(), code)
-        if enum.get("camel"):  # bindings' exception classes: CUFFT_INVALID_VALUE -> cufftInvalidValue
+        if "camel" in enum:  # bindings' exception classes: CUFFT_INVALID_VALUE -> cufftInvalidValue
             rest = name[len(enum["strip"]):] if name.startswith(enum["strip"]) else name
-            built.names.setdefault((enum["camel"] + "".join(w.capitalize() for w in rest.split("_"))).lower(), code)
+            camel = enum["camel"] + "".join(w.capitalize() for w in rest.split("_"))
+            if len(camel) >= enum.get("camel_min", 0):  # a bare "NotSupported" names nothing
+                built.names.setdefault(camel.lower(), code)
         if meaning and len(meaning) >= spec_min(built) and item.get("description"):  # wrappers that print the doc
             built.described.setdefault(_plain(meaning.split(". ")[0]), set()).add(code)
         texts = [message, *wordings.get(name, ()), *(item.get(k) for k in enum.get("wordings_from", ()))]
