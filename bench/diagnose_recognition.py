@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LINES = ROOT / "bench" / "data" / "diagnose_lines.jsonl"
 CAUSE_MAP = ROOT / "bench" / "data" / "cause_map.json"
-VOCABULARIES = ("README.md", "HELD_OUT_2.md", "DEV_2.md", "DEV_3.md", "DEV_4.md", "DEV_5.md", "DEV_6.md", "DEV_7.md")  # the cause ids each collection defined
+VOCABULARIES = ("README.md", "HELD_OUT_2.md", "DEV_2.md", "DEV_3.md", "DEV_4.md", "DEV_5.md", "DEV_6.md", "DEV_7.md", "DEV_8.md", "DEV_9.md")  # the cause ids each collection defined
 
 
 def vocabulary() -> set[str]:
