@@ -202,6 +202,22 @@ def test_the_loader_and_module_messages_name_the_library_family(line, expected):
 
 # (entry id, a line in the wording its tool documents or prints): the hand-written entries
 WORDINGS = [
+    ("ray-gpu-request-unschedulable", "(scheduler +2m13s) Warning: The following resource request cannot be scheduled right "
+     "now: {'GPU': 0.125, 'CPU': 0.5}. This is likely due to all cluster resources being claimed by actors."),
+    ("nccl-buffer-oom", "VM-0-16-ubuntu:392:494 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'"),
+    ("mps-op-not-implemented", "RuntimeError: MPS: Unsupported Border padding mode"),
+    ("mps-ndarray-size-limit", "RuntimeError: Invalid buffer size: 19.45 GB"),
+    ("nvml-binding-newer-than-driver", "nvtop: symbol lookup error: nvtop: undefined symbol: nvmlDeviceGetPcieThroughput"),
+    ("cuda-library-older-than-build", "ImportError: /site-packages/torch/lib/libtorch_cpu.so: undefined symbol: "
+     "cuptiActivityEnableDriverApi, version libcupti.so.12"),
+    ("conda-cuda-driver-too-old", "  - package cudatoolkit-11.0.3-h15472ef_6 has constraint __cuda >=11.0 conflicting with __cuda-10.2-0"),
+    ("container-started-without-gpus", "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available."),
+    ("container-runtime-hook-missing", "error running hook #0: fork/exec /usr/bin/nvidia-cdi-hook: no such file or directory"),
+    ("nouveau-bound", "ERROR: The Nouveau kernel driver is currently in use by your system.  This"),
+    ("kernel-headers-missing", "ERROR: Unable to find the kernel source tree for the currently running kernel.  Please make"),
+    ("dgl-cpu-build", "dgl._ffi.base.DGLError: [14:00:04] /opt/dgl/src/runtime/c_runtime_api.cc:82: Check failed: "
+     "allow_missing: Device API cuda is not enabled. Please install the cuda version of dgl."),
+    ("extension-built-without-cuda", "RuntimeError: Not compiled with GPU support"),
     ("k8s-insufficient-gpu", "0/8 nodes are available: 8 Insufficient k8s.amazonaws.com/vgpu."),
     ("driver-too-old-for-kernel", "FATAL: modpost: GPL-incompatible module nvidia-uvm.ko uses GPL-only symbol 'radix_tree_preloads'"),
     ("nvidia-module-build-failed", "ERROR: Unable to build the NVIDIA kernel module."),
