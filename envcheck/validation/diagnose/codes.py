@@ -150,7 +150,7 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
             camel = enum["camel"] + "".join(w.capitalize() for w in rest.split("_"))
             if len(camel) >= enum.get("camel_min", 0):  # a bare "NotSupported" names nothing
                 built.names.setdefault(camel.lower(), code)
-        if meaning and len(meaning) >= spec_min(built) and item.get("description"):  # wrappers that print the doc
+        if meaning and len(meaning) >= _description_length(built) and item.get("description"):  # wrappers that print the doc
             built.described.setdefault(_plain(meaning.split(". ")[0]), set()).add(code)
         texts = [message, *wordings.get(name, ()), *(item.get(k) for k in enum.get("wordings_from", ()))]
         if enum.get("derive_messages"):  # a library without a string function: its name's words
@@ -164,7 +164,7 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
             numbers["old"].setdefault(old, code)
 
 
-def spec_min(built: Tables) -> int:
+def _description_length(built: Tables) -> int:
     """How long a code's documented sentence must be to name it alone (``description_length``)."""
     return built.spec.get("description_length", 10**6)
 
@@ -272,12 +272,15 @@ def _messages(built: Tables, spec: dict[str, Any], file: str, data: dict[str, An
             _add_format(built, code, line, requires=requires, whole=False)
 
 
+def _unprefixed(line: str) -> str:
+    """A wording's line without the kernel module's ``NVRM: `` prefix (logs put it anywhere)."""
+    line = line.strip()
+    return line[len("NVRM: "):].strip() if line.startswith("NVRM: ") else line
+
+
 def _literal(line: str) -> str:
     """A wording's line as ``_add_format`` keys it: its longest literal, lower case."""
-    line = line.strip()
-    if line.startswith("NVRM: "):
-        line = line[len("NVRM: "):].strip()
-    return max((p.strip().lower() for p in FORMAT_SPEC.split(line)), key=len, default="")
+    return max((p.strip().lower() for p in FORMAT_SPEC.split(_unprefixed(line))), key=len, default="")
 
 
 def _add_format(built: Tables, code: Code, text: str, context: str | None = None,
@@ -285,11 +288,9 @@ def _add_format(built: Tables, code: Code, text: str, context: str | None = None
                 short: tuple[int, str] | None = None) -> None:
     """``text`` (its first line) as a ``Format``; a fragment of a multi-line message (``whole``
     False) only when its literal is long enough to stand for it."""
-    line = text.split("\n")[0].strip()
-    if line.startswith("NVRM: "):
-        line = line[len("NVRM: "):].strip()
+    line = _unprefixed(text.split("\n")[0])
     pieces = FORMAT_SPEC.split(line)
-    key = max((p.strip().lower() for p in pieces), key=len, default="")
+    key = _literal(line)
     literal = max(key.split() or [""], key=len)  # a word every match holds, whatever its spacing
     if len(key) < MIN_CONTEXT_LITERAL:  # nothing but fields: any text would match it
         return
