@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +23,13 @@ _INT = re.compile(r"^\(?\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+))[uUlL]*\s*\)?$")
 
 def read(path: str | Path) -> str:
     return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def git_show(repo: str, rev: str, path: str, missing_ok: bool = False) -> str | None:
+    """``path`` as it is at ``rev`` in the git checkout ``repo`` (None if absent and ``missing_ok``)."""
+    done = subprocess.run(["git", "-C", repo, "show", f"{rev}:{path}"], capture_output=True, text=True,
+                          check=not missing_ok)
+    return done.stdout if done.returncode == 0 else None
 
 
 def enum_body(text: str, name: str) -> str:

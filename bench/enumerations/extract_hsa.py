@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 
 import _enum
 
 HEADER = "runtime/hsa-runtime/inc/hsa.h"
 AMD_HEADER = "runtime/hsa-runtime/inc/hsa_ext_amd.h"
 STRINGS = "runtime/hsa-runtime/core/runtime/hsa.cpp"
-
-
-def git_show(repo: str, commit: str, path: str) -> str:
-    return subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def amd_body(text: str) -> str:
@@ -54,9 +48,9 @@ def main() -> None:
     parser.add_argument("--repo", required=True)
     parser.add_argument("--commit", required=True)
     args = parser.parse_args()
-    items = _enum.parse_enum(_enum.enum_body(git_show(args.repo, args.commit, HEADER), "hsa_status_t"))
-    amd = _enum.parse_enum(amd_body(git_show(args.repo, args.commit, AMD_HEADER)))
-    messages = strings(git_show(args.repo, args.commit, STRINGS))
+    items = _enum.parse_enum(_enum.enum_body(_enum.git_show(args.repo, args.commit, HEADER), "hsa_status_t"))
+    amd = _enum.parse_enum(amd_body(_enum.git_show(args.repo, args.commit, AMD_HEADER)))
+    messages = strings(_enum.git_show(args.repo, args.commit, STRINGS))
     entries = []
     for item, header in [(i, HEADER) for i in items] + [(i, AMD_HEADER) for i in amd]:
         name = item["name"]

@@ -9,7 +9,6 @@ name ("RuntimeError: miopenStatusInternalError").
 from __future__ import annotations
 
 import argparse
-import subprocess
 
 import _enum
 
@@ -21,8 +20,7 @@ def main() -> None:
     parser.add_argument("--repo", required=True)
     parser.add_argument("--commit", required=True)
     args = parser.parse_args()
-    text = subprocess.run(["git", "-C", args.repo, "show", f"{args.commit}:{HEADER}"], capture_output=True,
-                          text=True, check=True).stdout
+    text = _enum.git_show(args.repo, args.commit, HEADER)
     entries = []
     for item in _enum.parse_enum(_enum.enum_body(text, "miopenStatus_t")):
         entry = {"name": item["name"], "number": item["value"], "message": item["name"],

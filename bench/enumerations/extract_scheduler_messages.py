@@ -22,6 +22,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import _enum
+
 ROOT = Path(__file__).resolve().parents[2]
 PLATFORM = ROOT / "envcheck/data/enumerations/platform_messages.json"
 CODES = ROOT / "envcheck/data/diagnose_codes.json"
@@ -355,14 +357,9 @@ KUBELET = [
 ]
 
 
-def _git_show(gitdir: str, rev: str, path: str) -> str | None:
-    r = subprocess.run(["git", "-C", gitdir, "show", f"{rev}:{path}"], capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None
-
-
 def _locate(gitdir, rev, paths, needle):
     for path in paths:
-        text = _git_show(gitdir, rev, path)
+        text = _enum.git_show(gitdir, rev, path, missing_ok=True)
         if text and needle in text:
             return path, text[: text.index(needle)].count("\n") + 1
     return None, None
@@ -395,7 +392,7 @@ def build(slurm_git: str | None, dp_git: str | None) -> tuple[list[dict], dict]:
         seen, checked = [], "copied from the source by hand"
         if dp_git:
             for tag in DP_TAGS:
-                text = "".join(_git_show(dp_git, tag, p) or "" for p in (path, path.replace("internal/plugin/factory.go", "cmd/nvidia-device-plugin/main.go")))
+                text = "".join(_enum.git_show(dp_git, tag, p, missing_ok=True) or "" for p in (path, path.replace("internal/plugin/factory.go", "cmd/nvidia-device-plugin/main.go")))
                 if needle in text or needle.lower() in text.lower():
                     seen.append(tag)
             if not seen:
