@@ -150,8 +150,9 @@ def _enumeration(built: Tables, enum: dict[str, Any], data: dict[str, Any]) -> N
             camel = enum["camel"] + "".join(w.capitalize() for w in rest.split("_"))
             if len(camel) >= enum.get("camel_min", 0):  # a bare "NotSupported" names nothing
                 built.names.setdefault(camel.lower(), code)
-        if meaning and len(meaning) >= _description_length(built) and item.get("description"):  # wrappers that print the doc
-            built.described.setdefault(_plain(meaning.split(". ")[0]), set()).add(code)
+        described = item.get("description")
+        if described and len(described) >= _description_length(built):  # wrappers that print the doc
+            built.described.setdefault(_plain(described.split(". ")[0]), set()).add(code)
         texts = [message, *wordings.get(name, ()), *(item.get(k) for k in enum.get("wordings_from", ()))]
         if enum.get("derive_messages"):  # a library without a string function: its name's words
             texts.append(kebab(name, enum["strip"]).replace("-", " "))
@@ -194,8 +195,8 @@ def _distinctive(built: Tables, spec: dict[str, Any]) -> None:
             first.setdefault(text, code)
     for text, codes in built.described.items():  # ManagedCuda and others print the header's sentence
         # one cause, or the runtime's and the driver's twin codes documented by the same sentence
-        if text not in seen and len({c.entry.split("-")[0] for c in codes}) == 1 and \
-                (len({c.entry for c in codes}) == 1 or {c.enumeration for c in codes} == {"cudaError_t", "CUresult"}):
+        if text not in seen and (len({c.entry for c in codes}) == 1
+                                 or {c.enumeration for c in codes} == {"cudaError_t", "CUresult"}):
             code = min(codes, key=lambda c: c.enumeration)  # CUresult's: the driver API's wrappers print it
             seen[text], first[text] = {code.entry}, code
     for text, entries in seen.items():
