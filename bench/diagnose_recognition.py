@@ -22,13 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LINES = ROOT / "bench" / "data" / "diagnose_lines.jsonl"
 CAUSE_MAP = ROOT / "bench" / "data" / "cause_map.json"
-VOCABULARIES = ("README.md", "HELD_OUT_2.md", "DEV_2.md", "DEV_3.md", "DEV_4.md", "DEV_5.md", "DEV_6.md", "DEV_7.md", "DEV_8.md", "DEV_9.md")  # the cause ids each collection defined
-
-
 def vocabulary() -> set[str]:
+    """The cause ids each collection's account defines (README.md, HELD_OUT_*.md, DEV_*.md)."""
     folder = ROOT / "bench" / "data"
-    return {cause for name in VOCABULARIES if (folder / name).exists()
-            for cause in re.findall(r"^\| `([a-z0-9-]+)` \|", (folder / name).read_text("utf-8"), re.M)}
+    accounts = [folder / "README.md", *sorted(folder.glob("HELD_OUT_*.md")), *sorted(folder.glob("DEV_*.md"))]
+    return {cause for account in accounts
+            for cause in re.findall(r"^\| `([a-z0-9-]+)` \|", account.read_text("utf-8"), re.M)}
 
 
 def load(held_out: bool, lines: Path = LINES) -> list[dict]:
