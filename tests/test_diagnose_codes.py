@@ -297,7 +297,10 @@ WORDINGS = [
     ("hip-oom", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 24 GiB"),
     ("rocm-gfx-arch-not-in-build", "rocBLAS warning: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"),
     ("hsa-out-of-resources", ":0:rocdevice.cpp:2881: HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources."),
-    ("hsa-error", "Call returned HSA_STATUS_ERROR_INVALID_ISA"),
+    ("hsa-error", "Call returned HSA_STATUS_ERROR_INVALID_WAVEFRONT"),
+    # an ISA the code object does not match: a build without this GPU's gfx target
+    ("rocm-gfx-arch-not-in-build", ":0:rocdevice.cpp            :3018: 128688649210d us:  Callback: Queue 0x7f7f4d000000 aborting with error : HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid. code: 0x100f"),
+    ("rocm-gfx-arch-not-in-build", "RuntimeError: HIP error: no kernel image is available for execution on the device"),
     ("rocblas-tensile-missing-for-arch", "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU arch : gfx1036"),
     ("miopen-unknown-error", "RuntimeError: miopenStatusUnknownError"),
     ("miopen-kernel-build-failed", "MIOpen Error: /long/path/hipoc_program.cpp:304: Code object build failed. Source: naive_conv.cpp"),
@@ -399,6 +402,31 @@ WORDINGS = [
     ("bitsandbytes-cpu-library", "WARNING:bitsandbytes.cextension:Could not find the bitsandbytes CUDA binary at PosixPath('/usr/local/lib/python3.12/dist-packages/bitsandbytes/libbitsandbytes_cuda128.so')"),
     ("paddle-cpu-build", "Cannot use GPU because you have installed CPU version of PaddlePaddle."),
     ("llamacpp-deprecated-build-option", "  LLAMA_CUBLAS is deprecated and will be removed in the future."),
+    # the development collections' wordings of causes the code's own meaning does not name
+    ("trt-freed-after-context-destroyed", "[06/13/2022-14:32:23] [TRT] [E] 1: [defaultAllocator.cpp::deallocate::35] Error Code 1: Cuda Runtime (invalid argument)"),
+    ("cuda-launch-config-invalid", "numba.cuda.cudadrv.driver.CudaAPIError: Call to cuLaunchKernel results in CUDA_ERROR_INVALID_VALUE"),
+    ("cuda-launch-config-invalid", "pycuda._driver.LogicError: cuFuncSetBlockShape failed: invalid argument"),
+    ("nccl-nvls-multicast-failed", "node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"),
+    ("nccl-nvls-multicast-failed", "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'."),
+    ("nccl-ib-device-open-failed", "65826-86bd789679-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to open device mlx5_59"),
+    ("nccl-socket-ifname-not-found", "[trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)"),
+    ("nccl-no-socket-interface", "e66aa18dc444:3171:3171 [0] include/socket.h:311 WARN Socket creation failed : Address family not supported by protocol"),
+    ("glibc-too-old-for-library", " W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could not load dynamic library 'libnvinfer.so.6'; dlerror: /lib/x86_64-linux-gnu/libm.so.6: version `GLIBC_2.27' not found (required by /usr/lib/libnvinfer.so.6)"),
+    ("container-toolkit-cgroup-v2-unsupported", "docker: Error response from daemon: OCI runtime create failed: container_linux.go:370: starting container process caused: process_linux.go:459: container init caused: Running hook #0:: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: container error: cgroup subsystem devices not found: unknown."),
+    ("slurm-invalid-gres-request", "sbatch: error: Gres format wrong, specify --gres=gpu:TYPE:NUM"),
+    ("slurm-gres-request-missing", "sbatch: error: Cannot find GPU specification, you may not submit a job not requesting GPUs in a GPU partition, partition: gpu"),
+    ("slurm-gres-type-required", "submitit.core.utils.FailedJobError: sbatch: error: You must always specify a type when requesting gpu GRES sbatch: error: Batch job submission failed: Unspecified error"),
+    ("slurm-site-rejects-gres-syntax", "submitit.core.utils.FailedJobError: sbatch: error: Parameter --gres=gpu:1 no longer acceptable, please switch to --gpus=1"),
+    ("slurm-step-gres-type-mismatch", "srun: error: Step requested GRES (gpu:(null)) not found in the job"),
+    ("no-cuda-device", "W0324 15:29:02.249459  3747 init.cc:182] Compiled with WITH_GPU, but no GPU found in runtime."),
+    ("no-cuda-device", "ggml_init_cublas: no CUDA devices found, CUDA will be disabled"),
+    ("cuda-after-fork", '"cannot re-initialize cuda in forked subprocess. " + msg)'),
+    ("paddle-cpu-build", "2020-09-08 09:14:59 ERROR: You are using paddlepaddle cpu version! Please try to install paddlepaddle-gpu to run model on GPU."),
+    ("onnxruntime-cpu-build", "CUDAExecutionProvider not available \u2014 ONNX will fall back to CPU."),
+    ("rocm-no-gpu-visible", "There is no device can be used to do the computation"),
+    ("gsp-heartbeat-timeout", "[   24.302465] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 812751949 heartbeat 1899482 heartbeatWithOffsetMs 812745879 diff 6070 timeout 5200"),
+    ("no-nvidia-gpu-present", "FATAL: Error inserting nvidia_current (/lib/modules/2.6.35-30-generic/updates/dkms/nvidia-current.ko): No such device"),
+    ("k8s-device-plugin-gpu-id-mismatch", "Warning  UnexpectedAdmissionError  79s   kubelet  Allocate failed due to rpc error: code = Unknown desc = failed to find gpu id, which is unexpected"),
     ("onnxruntime-cuda-provider-failed", "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1139] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*"),
 ]
 
@@ -435,6 +463,21 @@ def test_an_ambiguous_line_lists_the_causes_and_what_to_look_at_and_asserts_none
     assert found.ambiguous and len(found.possible_causes) >= 2 and "nvidia-smi" in found.look_at
     detailed = _one("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity)")
     assert not detailed.ambiguous and detailed.id == "torch-cuda-out-of-memory"
+
+
+@pytest.mark.parametrize("line, possible", [
+    ("Check failed: err == CUDNN_STATUS_SUCCESS (1 vs. 0) CUDNN_STATUS_NOT_INITIALIZED",
+     {"gpu-memory-exhausted", "cudnn-version-mismatch", "driver-too-old"}),
+    ("XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed",
+     {"gpu-memory-exhausted", "cudnn-version-mismatch", "driver-too-old"}),
+    ("cuInit(): forward compatibility was attempted on non supported HW", {"driver-library-mismatch"}),
+    ("transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'", {"fabric-manager", "fabric-manager-gpu-reset-needed"}),
+])
+def test_a_code_the_line_cannot_settle_lists_the_causes_threads_found(line, possible):
+    """Issue 29 point 3: cuDNN failing to initialise, CUDA's forward-compatibility error and NVLS
+    failing are each settled in threads as more than one cause; the finding lists them."""
+    found = _one(line)
+    assert found.ambiguous and possible <= set(found.possible_ids) and found.look_at
 
 
 def test_the_most_specific_entry_wins_and_the_others_are_not_printed():
