@@ -33,7 +33,7 @@ MESSAGES = [
      "driver/library version mismatch"),
     ("kernel-dso-mismatch", "kernel version 384.130.0 does not match DSO version 375.66.0 -- "
      "cannot find working devices in this configuration"),
-    ("driver-too-old", "CUDA driver version is insufficient for CUDA runtime version"),
+    ("cuda-insufficient-driver", "CUDA driver version is insufficient for CUDA runtime version"),
     ("no-kernel-image", "RuntimeError: CUDA error: no kernel image is available for execution on "
      "the device"),
     ("no-kernel-image", "UserWarning: NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not "
@@ -259,7 +259,8 @@ def test_each_cause_once_in_order_of_first_appearance():
 
 # --- the CLI: linters' exit codes ------------------------------------------------------------
 
-LOG = "\n".join(["loading", MESSAGES[5][1], "TF-TRT Warning: Could not find TensorRT", ""])
+TOO_OLD = "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 10010)."
+LOG = "\n".join(["loading", TOO_OLD, "TF-TRT Warning: Could not find TensorRT", ""])
 
 
 def test_cli_on_a_file_exits_1_when_it_finds_an_error(cli, tmp_path: Path):
@@ -268,7 +269,7 @@ def test_cli_on_a_file_exits_1_when_it_finds_an_error(cli, tmp_path: Path):
     result = cli("diagnose", str(log))
     assert result.code == 1, result.err
     assert "1. [error] driver-too-old: the NVIDIA driver is older" in result.out
-    assert "  line 2: CUDA driver version is insufficient for CUDA runtime version" in result.out
+    assert f"  line 2: {TOO_OLD}" in result.out
     assert "  fix: Upgrade the NVIDIA driver" in result.out
     assert "2. [info] tensorrt-not-found" in result.out
     assert f"1 error and 1 info in {log} (3 lines)" in result.out
@@ -362,7 +363,7 @@ def test_a_match_across_the_cut_of_a_very_long_line_is_found(before_cut):
     cut = 2 * diagnose_module.WINDOW  # where _windows cuts the first piece of a long line
     line = "x" * (cut - before_cut) + message + "y" * diagnose_module.WINDOW
     findings = diagnose("first line\n" + line + "\nlast line\n")
-    assert [(f.id, f.line_number) for f in findings] == [("driver-too-old", 2)]
+    assert [(f.id, f.line_number) for f in findings] == [("cuda-insufficient-driver", 2)]
     assert message in findings[0].line
 
 

@@ -514,10 +514,17 @@ def test_an_ambiguous_line_lists_the_causes_and_what_to_look_at_and_asserts_none
      {"gpu-memory-exhausted", "cudnn-version-mismatch", "driver-too-old"}),
     ("cuInit(): forward compatibility was attempted on non supported HW", {"driver-library-mismatch"}),
     ("transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'", {"fabric-manager", "fabric-manager-gpu-reset-needed"}),
+    ("CUDA driver version is insufficient for CUDA runtime version",
+     {"driver-too-old", "container-started-without-gpus", "cuda-stub-library"}),
+    ("cudamat.cudamat.CUDAMatException: CUDA error: no CUDA-capable device is detected",
+     {"cuda-visible-devices-hides-gpus", "container-started-without-gpus", "nvidia-driver-not-loaded"}),
+    ('"THCudaCheck FAIL file=/tmp/luarocks_cutorch-scm-1-6961/cutorch/lib/THC/generic/THCStorage.c line=147 error=4 : unspecified launch failure"',
+     {"kernel-launch-timeout", "gpu-xid-error"}),
 ])
 def test_a_code_the_line_cannot_settle_lists_the_causes_threads_found(line, possible):
-    """Issue 29 point 3: cuDNN failing to initialise, CUDA's forward-compatibility error and NVLS
-    failing are each settled in threads as more than one cause; the finding lists them."""
+    """Issue 29 point 3: cuDNN failing to initialise, CUDA's forward-compatibility error, NVLS
+    failing, the runtime finding no usable driver or no device, and a kernel's unspecified launch
+    failure are each settled in threads as more than one cause; the finding lists them."""
     found = _one(line)
     assert found.ambiguous and possible <= set(found.possible_ids) and found.look_at
 

@@ -248,7 +248,7 @@ def test_a_run_without_line_breaks_is_refused_and_progress_bars_are_not(monkeypa
 
     bar = b"12/99 [>....] - loss: 0.5\r" * (10 * diagnose_module.WINDOW // 26)  # \r, never \n
     log = bar + b"CUDA driver version is insufficient for CUDA runtime version\n"
-    assert [f.id for f in diagnose_stream(io.BytesIO(log), "-").findings] == ["driver-too-old"]
+    assert [f.id for f in diagnose_stream(io.BytesIO(log), "-").findings] == ["cuda-insufficient-driver"]
 
 
 def _limit_address_space() -> None:
