@@ -469,6 +469,12 @@ WORDINGS = [
     ("libcuda-missing-in-container", "I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcuda.so.1. LD_LIBRARY_PATH: /usr/local/nvidia/lib:/usr/local/nvidia/lib64:"),
     ("cudnn-library-not-found", "Uncaught exception detected: Unable to open library: libnvinfer_plugin.so.8 due to libcudnn.so.8"),
     ("cuda-library-not-found", "2021-09-13 03:30:26.137816: W external/org_tensorflow/tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvrtc.so.11.1: cannot open shared object file: No such file or directory"),
+    # catch-alls that list the causes: a Slurm GPU request refused in words of the site's own, and
+    # 'invalid device function' with no sign of whether CUDA or HIP printed it
+    ("slurm-gpu-request-refused", "sbatch: error: No gpu count given, specify --gres=gpu"),
+    ("invalid-device-function", "KERNEL_ERROR: invalid device function in /home/ubuntu/relion2-beta/src/gpu_utils/cuda_ml_optimiser.cu at line 258 (error-code 8)"),
+    ("cuda-library-not-found", "[W 06/27/23 16:06:43.025 113508] [cuda_driver.cpp:taichi::lang::CUDADriverBase::load_lib@36] cusparse64_12.dll lib not found."),
+    ("cuda-runtime-library-not-found", "ai.djl.util.cuda.CudaUtils               : cudart library not found."),
     ("onnxruntime-cuda-provider-failed", "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1139] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*"),
 ]
 
