@@ -488,6 +488,24 @@ WORDINGS = [
     ("rocm-no-gpu-visible", "/home/rocm-user/.local/lib/python3.8/site-packages/torch/cuda/__init__.py:88: UserWarning: HIP initialization: Unexpected error from hipGetDeviceCount(). Did you run some cuda functions before calling NumHipDevices() that might have already set an error?"),
     ("hip-invalid-device", "error: 'hipErrorInvalidDevice'(1010) at square.cpp:60"),
     ("cuda-insufficient-driver", "ERROR: Cuda initialization failure with error 35. Please check cuda installation:  http://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html."),
+    ("pinned-host-alloc-failed", "pycuda._driver.LogicError: cuMemHostAlloc failed: OS call failed or operation not supported on this OS"),
+    ("pinned-host-alloc-failed", "WARNING: failed to allocate 1024.00 MB of pinned memory: out of memory"),
+    ("rocblas-tensile-missing-for-arch", "Error: TensileLibrary.dat not found"),
+    ("hsa-memory-access-fault", "Memory access fault by GPU node-2 on address (nil). Reason: unknown"),
+    ("gpu-reset-required", "[   84.810006] NVRM: _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP"),
+    ("nvenc-unsupported-gpu", "[h264_nvenc @ 0x55d754c3ce80] OpenEncodeSessionEx failed: unsupported device (2): (no details)"),
+    ("cuda-insufficient-driver", 'time=2024-09-03T16:36:00.853+08:00 level=DEBUG source=gpu.go:537 msg="Unable to load cudart" library=C:\\Users\\asus\\AppData\\Local\\Programs\\Ollama\\lib\\ollama\\cudart64_12.dll error="your nvidia driver is too old or missing.'),
+    ("opencv-dnn-cpu-build", "cv2.error: OpenCV(4.4.0) C:\\Users\\appveyor\\AppData\\Local\\Temp\\1\\pip-req-build-52oirelq\\opencv\\modules\\core\\include\\opencv2/core/private.cuda.hpp:106: error: (-216:No CUDA support) The library is compiled without CUDA support in function 'throw_no_cuda'"),
+    ("torchvision-cpu-build", "NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend."),
+    ("ptxas-too-old", "2023-09-26 23:49:25.317379: W external/xla/xla/stream_executor/gpu/asm_compiler.cc:231] Falling back to the CUDA driver for PTX compilation; ptxas does not support CC 9.0"),
+    ("ptxas-older-than-ptx", "2021-05-20 10:09:06.617783: E external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:93] You are using ptxas 8.x, but TF requires ptxas 9.x (and strongly prefers >= 9.2.88).  Compilation of XLA kernels below will likely fail."),
+    ("optix-driver-too-old", "OPTIX_ERROR_UNSUPPORTED_ABI_VERSION (7801)"),
+    ("optix-driver-too-old", "Optix call (optixInit()) failed with code 7801 (line 150)"),
+    ("mps-out-of-memory", "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"),
+    ("caffe-cpu-build", "F0107 18:26:07.968050  3245 common.cpp:66] Cannot use GPU in CPU-only Caffe: check mode."),
+    ("cuda-compiler-missing", "ERROR (theano.sandbox.cuda): nvcc compiler not found on $PATH. Check your nvcc installation and try again."),
+    ("cufft-alloc-failed", "Exception: Error initializing FFT: 2"),
+    ("cuda-illegal-address", " Exception: Error invoking kernel: Invalid error code (700)"),
     ("onnxruntime-cuda-provider-failed", "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1139] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*"),
 ]
 
@@ -644,17 +662,20 @@ def test_cli_json_names_the_code_and_an_ambiguous_finding_says_what_to_look_at(c
     assert "could be:" in text and "look at:" in text
 
 
-@pytest.mark.parametrize("line, ambiguous", [
+@pytest.mark.parametrize("line, local", [
     ("ERROR: No matching distribution found for torch==2.0.1+cu118", True),
     ("ERROR: No matching distribution found for jaxlib==0.4.7+cuda11.cudnn82", True),
     ("ERROR: No matching distribution found for torch==2.3.0+rocm6.0", True),
     ("ERROR: No matching distribution found for torch==2.1.0", False),
     ("ERROR: Could not find a version that satisfies the requirement torch==1.4.0 (from versions: 2.0.0)", False),
 ])
-def test_a_local_version_of_any_form_is_the_local_version_case(line, ambiguous):
+def test_a_local_version_of_any_form_is_the_local_version_case(line, local):
     """A +cuNNN / +rocmX / +cudaNN.cudnnNN local version is never on PyPI: the framework's index or
-    a build missing for this Python; a plain version is not read as that case."""
+    a build missing for this Python; a plain version is not read as that case, but as no wheel for
+    this Python or platform, or a pip too old to know the wheels' tag."""
     found = _one(line)
-    assert (found.id == "pip-gpu-wheel-not-found") is ambiguous and found.ambiguous is ambiguous
-    if ambiguous:
+    assert found.ambiguous and (found.id == "pip-gpu-wheel-not-found") is local
+    if local:
         assert "pip-local-version-needs-index" in found.possible_ids
+    else:
+        assert found.id == "pip-no-wheel-for-python" and "pip-too-old-for-wheel-tag" in found.possible_ids
